@@ -1,0 +1,33 @@
+/* cli/cli.h: the `sentinel` command (DESIGN.md §1). One function per subcommand, each in
+** cli/cmd_<name>.c, taking argv after the subcommand name's position (argv[0] = name) and
+** returning the process exit status:
+**   0 success, 1 the job failed (message printed), 2 usage error, 3 subcommand not in this
+**   build (built without libtorch, or a pipeline stage not built yet).
+** Subcommands parse options with getopt_long, print `sentinel <cmd>: <one-line reason>` on
+** failure (sn_cli_fail), and accept --help. */
+#ifndef SN_CLI_H
+#define SN_CLI_H
+#include "common/common.h"
+
+enum { SN_EXIT_OK = 0, SN_EXIT_FAIL = 1, SN_EXIT_USAGE = 2, SN_EXIT_UNAVAILABLE = 3 };
+
+int sn_cmd_run(int argc, char **argv);
+int sn_cmd_simulate(int argc, char **argv);
+int sn_cmd_build(int argc, char **argv);
+int sn_cmd_train(int argc, char **argv);
+int sn_cmd_export(int argc, char **argv);
+int sn_cmd_eval(int argc, char **argv);
+int sn_cmd_score(int argc, char **argv);
+int sn_cmd_stats(int argc, char **argv);
+int sn_cmd_tokenize(int argc, char **argv);
+int sn_cmd_inspect(int argc, char **argv);
+
+/* Prints "sentinel <cmd>: <err->msg>" to stderr and returns SN_EXIT_FAIL (or SN_EXIT_USAGE when
+** err->code is SN_E_ARG). */
+int sn_cli_fail(const char *cmd, const struct sn_err *err);
+/* Prints "sentinel <cmd>: <reason>; try 'sentinel <cmd> --help'" and returns SN_EXIT_USAGE. */
+int sn_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For subcommands this build does not have: prints why and returns SN_EXIT_UNAVAILABLE. */
+int sn_cli_unavailable(const char *cmd, const char *why);
+
+#endif

@@ -1,0 +1,90 @@
+/* cli/main.c: `sentinel` entry point and subcommand table (DESIGN.md §1). */
+#include "cli/cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} commands[] = {
+    {"run",      sn_cmd_run,      "the whole pipeline from one recipe, each stage cached and resumable"},
+    {"simulate", sn_cmd_simulate, "debates under attack -> trajectories (JSONL.gz)"},
+    {"build",    sn_cmd_build,    "trajectories -> (context, chosen, rejected, reference) HDF5 shards"},
+    {"train",    sn_cmd_train,    "LoRA + reward head on a Qwen2-family base -> checkpoints"},
+    {"export",   sn_cmd_export,   "checkpoint -> GGUF detector (+ PEFT adapter)"},
+    {"eval",     sn_cmd_eval,     "detection accuracy, FPR, FNR and accuracy recovery"},
+    {"score",    sn_cmd_score,    "reward of responses given a context"},
+    {"stats",    sn_cmd_stats,    "group-dynamics metrics on trajectories (SDI, FAT, NAC, DC/DM, ...)"},
+    {"tokenize", sn_cmd_tokenize, "text -> token ids (or back with --decode)"},
+    {"inspect",  sn_cmd_inspect,  "what is inside a shard, checkpoint, GGUF or trajectory file"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: sentinel [--version] [--help] <command> [options]\n\n"
+               "Trains and runs detectors of malicious agents in multi-agent LLM debates.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'sentinel <command> --help' describes a command's options.\n"
+               "Exit status: 0 ok, 1 failure, 2 usage error, 3 command not in this build.\n"
+               "Environment: SENTINEL_LOG=error|warn|info|debug sets the log level.\n");
+}
+
+int sn_cli_fail(const char *cmd, const struct sn_err *err)
+{
+    fprintf(stderr, "sentinel %s: %s\n", cmd, err->msg[0] ? err->msg : sn_status_name(err->code));
+    return err->code == SN_E_ARG ? SN_EXIT_USAGE : SN_EXIT_FAIL;
+}
+
+int sn_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "sentinel %s: %s; try 'sentinel %s --help'\n", cmd, msg, cmd);
+    return SN_EXIT_USAGE;
+}
+
+int sn_cli_unavailable(const char *cmd, const char *why)
+{
+    fprintf(stderr, "sentinel %s: %s\n", cmd, why);
+    return SN_EXIT_UNAVAILABLE;
+}
+
+int main(int argc, char **argv)
+{
+    const char *lvl = getenv("SENTINEL_LOG");
+    if (lvl) {
+        if (!strcmp(lvl, "error")) sn_log_set_level(SN_LOG_ERROR);
+        else if (!strcmp(lvl, "warn")) sn_log_set_level(SN_LOG_WARN);
+        else if (!strcmp(lvl, "debug")) sn_log_set_level(SN_LOG_DEBUG);
+    }
+    if (argc < 2) {
+        usage(stderr);
+        return SN_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return SN_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("sentinel %s (%s libtorch)\n", SENTINEL_VERSION,
+#ifdef SENTINEL_WITH_TORCH
+               "with"
+#else
+               "without"
+#endif
+        );
+        return SN_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "sentinel: unknown command '%s'; try 'sentinel --help'\n", argv[1]);
+    return SN_EXIT_USAGE;
+}

@@ -1,0 +1,229 @@
+/* common/common.h: what every sentinel module shares.
+**
+** Errors (struct sn_err, STYLE.md §3), logging, allocation with an injectable failure for tests,
+** growing buffers with a ceiling, whole-file reads, atomic writes (temp + fsync + rename),
+** line readers over plain or gzip files, a seeded RNG, SHA-256, a TTY-aware progress bar, and
+** JSON recipes with `--set a.b=value` overrides (DESIGN.md §1, §5).
+**
+** Ownership: every _open/_create has a matching _close/_free that accepts NULL. Functions
+** that can fail return an enum sn_status and fill the caller's struct sn_err (first failure wins).
+** Nothing here prints except the logging and progress functions, and nothing exits. */
+#ifndef SN_COMMON_H
+#define SN_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+enum sn_status {
+    SN_OK = 0,
+    SN_E_ARG,       /* bad argument or option (usage error) */
+    SN_E_IO,        /* a file or socket operation failed */
+    SN_E_FORMAT,    /* input does not follow its format */
+    SN_E_NOMEM,     /* allocation failed or a size limit was hit */
+    SN_E_BACKEND,   /* libtorch, HDF5, libcurl or an LLM endpoint failed */
+    SN_E_CANCELLED, /* stopped by a signal or a callback */
+    SN_E_UNSUPPORTED, /* valid request this build or version cannot do */
+    SN_STATUS_COUNT /* append above; never renumber */
+};
+
+struct sn_err {
+    int  code;
+    char msg[512]; /* one line, no trailing newline */
+};
+
+/* Record a failure and return its code. The first failure wins (it is the root cause): a later
+** call on an err that already holds one keeps the old message. err may be NULL. */
+int sn_err_set(struct sn_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prefix the held message with "prefix: " (adds context on the way up). Returns err->code. */
+int sn_err_wrap(struct sn_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sn_err_clear(struct sn_err *err);
+const char *sn_status_name(int code);
+
+/* ---- logging ------------------------------------------------------------------------------ */
+
+enum sn_log_level { SN_LOG_ERROR, SN_LOG_WARN, SN_LOG_INFO, SN_LOG_DEBUG };
+/* The level is process state set once by the CLI (--quiet/--verbose, SENTINEL_LOG=debug). */
+void sn_log_set_level(enum sn_log_level level);
+enum sn_log_level sn_log_get_level(void);
+void sn_log(enum sn_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define SN_INFO(...)  sn_log(SN_LOG_INFO, __VA_ARGS__)
+#define SN_WARN(...)  sn_log(SN_LOG_WARN, __VA_ARGS__)
+#define SN_DEBUG(...) sn_log(SN_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+/* All allocation in library code goes through these so tests can fail the N-th call
+** (sn_alloc_fail_after(N): calls N, N+1, ... return NULL; 0 turns it off). */
+void *sn_malloc(size_t n);
+void *sn_calloc(size_t count, size_t size);
+void *sn_realloc(void *p, size_t n);
+char *sn_strdup(const char *s);
+char *sn_strndup(const char *s, size_t n);
+void  sn_free(void *p);
+void  sn_alloc_fail_after(uint64_t n);
+/* a * b without overflow: returns false (and leaves *out alone) when it would wrap. */
+bool sn_mul_ok(size_t a, size_t b, size_t *out);
+
+/* A growing byte buffer with a ceiling (STYLE.md §5). Always NUL-terminated after a successful
+** append, so text can be used as a C string. max 0 = 1 GiB. */
+struct sn_buf {
+    char  *data;
+    size_t len, cap, max;
+};
+int  sn_buf_append(struct sn_buf *b, const void *p, size_t n, struct sn_err *err);
+int  sn_buf_puts(struct sn_buf *b, const char *s, struct sn_err *err);
+int  sn_buf_printf(struct sn_buf *b, struct sn_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void sn_buf_reset(struct sn_buf *b); /* len = 0, keeps memory */
+void sn_buf_free(struct sn_buf *b);
+
+/* ---- files -------------------------------------------------------------------------------- */
+
+/* Reads a whole file (plain; not gzip) into a new NUL-terminated buffer (*out, caller frees
+** with sn_free). Refuses files larger than max_bytes (0 = 1 GiB) with SN_E_NOMEM. */
+int sn_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
+                 struct sn_err *err);
+/* mkdir -p. */
+int sn_mkdirs(const char *path, struct sn_err *err);
+bool sn_path_exists(const char *path);
+bool sn_path_is_dir(const char *path);
+
+/* Atomic replacement of a file: bytes go to "<path>.tmp.<pid>", then fsync, rename over path,
+** and fsync of the directory. A kill at any point leaves either the old file or the new one,
+** never a mix; a leftover temp is ignored by readers and replaced by the next writer. */
+struct sn_atomic_file;
+int  sn_atomic_open(const char *path, struct sn_atomic_file **out, struct sn_err *err);
+FILE *sn_atomic_stream(struct sn_atomic_file *f);           /* borrowed; valid until commit */
+const char *sn_atomic_tmp_path(const struct sn_atomic_file *f); /* for libraries (HDF5) that
+                                                            ** open by name: write there, then
+                                                            ** commit */
+int  sn_atomic_commit(struct sn_atomic_file *f, struct sn_err *err); /* frees f */
+void sn_atomic_abort(struct sn_atomic_file *f);              /* removes the temp; NULL ok */
+int  sn_atomic_write(const char *path, const void *data, size_t n, struct sn_err *err);
+/* fsync(path) and its directory; for files written by other libraries, before a rename. */
+int  sn_fsync_path(const char *path, struct sn_err *err);
+int  sn_rename_durable(const char *from, const char *to, struct sn_err *err);
+
+/* Line reader over a plain or gzip-compressed file (detected by magic, not by name).
+** Lines are returned without the trailing newline; *lineno counts from 1. A final line without
+** a newline is returned with *complete = false (a kill mid-write leaves one), so callers can
+** tell a partial record from a whole one. A gzip file cut short gives SN_E_FORMAT naming the
+** file and the last good line. Lines longer than max_line (0 = 256 MiB) give SN_E_FORMAT. */
+struct sn_lines;
+int  sn_lines_open(const char *path, size_t max_line, struct sn_lines **out, struct sn_err *err);
+/* Returns SN_OK with *line set, SN_OK with *line = NULL at end of file, or an error.
+** *line is borrowed until the next call. */
+int  sn_lines_next(struct sn_lines *r, const char **line, size_t *len, bool *complete,
+                   struct sn_err *err);
+uint64_t    sn_lines_lineno(const struct sn_lines *r);
+const char *sn_lines_path(const struct sn_lines *r);
+void sn_lines_close(struct sn_lines *r);
+
+/* Expands inputs (files or directories, searched recursively for names ending in any of
+** the NULL-terminated suffixes) into a sorted, de-duplicated list of paths. Free with
+** sn_paths_free. A named file is taken whatever its suffix. */
+int  sn_paths_expand(const char *const *inputs, size_t n_inputs, const char *const *suffixes,
+                     char ***out, size_t *n_out, struct sn_err *err);
+void sn_paths_free(char **paths, size_t n);
+
+/* ---- randomness --------------------------------------------------------------------------- */
+
+/* xoshiro256** seeded through splitmix64 (Blackman & Vigna). Deterministic across platforms:
+** the same seed gives the same stream everywhere. Value type, no allocation. */
+struct sn_rng {
+    uint64_t s[4];
+};
+void     sn_rng_seed(struct sn_rng *rng, uint64_t seed);
+uint64_t sn_rng_u64(struct sn_rng *rng);
+double   sn_rng_uniform(struct sn_rng *rng);                /* [0, 1) with 53 random bits */
+uint64_t sn_rng_below(struct sn_rng *rng, uint64_t n);      /* uniform in [0, n), unbiased */
+double   sn_rng_normal(struct sn_rng *rng);                 /* N(0, 1), Box–Muller */
+void     sn_rng_shuffle(struct sn_rng *rng, void *base, size_t n, size_t size);
+/* A seed derived from a parent seed and a label, so streams for items/agents are independent
+** of the order they are drawn in. */
+uint64_t sn_seed_derive(uint64_t seed, const char *label, uint64_t index);
+
+/* ---- hashing ------------------------------------------------------------------------------ */
+
+struct sn_sha256 {
+    uint32_t h[8];
+    uint64_t n_bytes;
+    uint8_t  block[64];
+    size_t   n_block;
+};
+void sn_sha256_init(struct sn_sha256 *s);
+void sn_sha256_update(struct sn_sha256 *s, const void *data, size_t n);
+void sn_sha256_final(struct sn_sha256 *s, uint8_t digest[32]);
+void sn_sha256_hex(const void *data, size_t n, char hex[65]); /* one-shot, lower-case */
+int  sn_sha256_file(const char *path, char hex[65], struct sn_err *err);
+/* 64-bit FNV-1a, for in-memory hash tables (not for anything stored). */
+uint64_t sn_hash64(const void *data, size_t n);
+
+/* ---- time and progress -------------------------------------------------------------------- */
+
+double sn_now(void); /* monotonic seconds */
+
+/* A progress report for long jobs (DESIGN.md §1): on a terminal a live bar on stderr with
+** count, rate and ETA, redrawn at most 10 times a second; otherwise one plain line every
+** `interval` seconds (default 10). total 0 = unknown. extra, if set, is called to append
+** job-specific fields ("tok/s 1234  errors 0"). */
+struct sn_progress;
+struct sn_progress_params {
+    const char *label;      /* "simulate" */
+    const char *unit;       /* "debates" */
+    uint64_t    total;      /* 0 = unknown */
+    double      interval;   /* seconds between plain lines; 0 = 10 */
+    int         force_mode; /* 0 = auto (isatty), 1 = bar, 2 = plain lines, 3 = silent */
+    FILE       *stream;     /* NULL = stderr */
+};
+struct sn_progress_params sn_progress_default_params(void);
+int  sn_progress_create(const struct sn_progress_params *p, struct sn_progress **out,
+                        struct sn_err *err);
+/* done: absolute count so far. extra: optional text appended to the line (copied). */
+void sn_progress_update(struct sn_progress *p, uint64_t done, const char *extra);
+void sn_progress_finish(struct sn_progress *p, const char *summary); /* prints, then frees */
+
+/* ---- JSON and recipes --------------------------------------------------------------------- */
+
+/* Recipes are JSON (DESIGN.md §5). cJSON is exposed here on purpose: it is the recipe's
+** in-memory form for every stage. */
+#include <cjson/cJSON.h>
+
+/* Parses JSON text; on error the message is "<name>:<line>:<col>: <what>". *out is owned by
+** the caller (cJSON_Delete). */
+int sn_json_parse(const char *text, size_t len, const char *name, cJSON **out,
+                  struct sn_err *err);
+int sn_json_load(const char *path, cJSON **out, struct sn_err *err);
+/* Serialises with 2-space indentation and a final newline and writes it atomically. */
+int sn_json_save(const char *path, const cJSON *json, struct sn_err *err);
+
+/* Loads a recipe and applies overrides "a.b.c=value" in order. A value that parses as JSON
+** is taken as JSON (numbers, true, [1,2], "str"); otherwise as a string. Missing objects on
+** the path are created. */
+int sn_recipe_load(const char *path, const char *const *overrides, size_t n_overrides,
+                   cJSON **out, struct sn_err *err);
+int sn_recipe_apply_override(cJSON *root, const char *assignment, struct sn_err *err);
+/* Checks that obj holds only keys from valid (NULL-terminated). An unknown key gives
+** SN_E_ARG: "recipe: unknown key 'train.lrr' (did you mean 'lr'?)". where = "train". */
+int sn_recipe_check_keys(const cJSON *obj, const char *where, const char *const *valid,
+                         struct sn_err *err);
+/* Typed getters with defaults. A present key of the wrong type is an error naming where.key. */
+int sn_json_get_int(const cJSON *obj, const char *where, const char *key, int64_t dflt,
+                    int64_t *out, struct sn_err *err);
+int sn_json_get_double(const cJSON *obj, const char *where, const char *key, double dflt,
+                       double *out, struct sn_err *err);
+int sn_json_get_bool(const cJSON *obj, const char *where, const char *key, bool dflt,
+                     bool *out, struct sn_err *err);
+/* *out is borrowed from obj (or dflt). */
+int sn_json_get_string(const cJSON *obj, const char *where, const char *key, const char *dflt,
+                       const char **out, struct sn_err *err);
+/* Levenshtein distance, for "did you mean". */
+size_t sn_edit_distance(const char *a, const char *b);
+
+#endif /* SN_COMMON_H */

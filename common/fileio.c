@@ -1,0 +1,446 @@
+/* common/fileio.c: whole-file reads, directories, atomic writes, plain/gzip line readers,
+** input path expansion. */
+#include "common/common.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+int sn_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
+                 struct sn_err *err)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    if (!max_bytes)
+        max_bytes = (size_t)1 << 30;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
+    struct sn_buf b = {.max = max_bytes};
+    char chunk[65536];
+    size_t n;
+    int rc = SN_OK;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        rc = sn_buf_append(&b, chunk, n, err);
+        if (rc) {
+            sn_err_wrap(err, "%s", path);
+            break;
+        }
+    }
+    if (!rc && ferror(f))
+        rc = sn_err_set(err, SN_E_IO, "%s: read error", path);
+    fclose(f);
+    if (!rc && !b.data)
+        rc = sn_buf_append(&b, "", 0, err); /* empty file: still a valid C string */
+    if (rc) {
+        sn_buf_free(&b);
+        return rc;
+    }
+    *out = b.data;
+    if (len)
+        *len = b.len;
+    return SN_OK;
+}
+
+bool sn_path_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+bool sn_path_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int sn_mkdirs(const char *path, struct sn_err *err)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return sn_err_set(err, SN_E_ARG, "bad directory path '%s'", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return sn_err_set(err, SN_E_IO, "mkdir %s: %s", buf, strerror(errno));
+            buf[i] = c;
+        }
+    }
+    if (!sn_path_is_dir(path))
+        return sn_err_set(err, SN_E_IO, "%s: exists and is not a directory", path);
+    return SN_OK;
+}
+
+/* ---- atomic writes ---- */
+
+struct sn_atomic_file {
+    char *path;
+    char *tmp;
+    FILE *f;
+};
+
+static int fsync_dir_of(const char *path, struct sn_err *err)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        dir[0] = '.';
+        dir[1] = '\0';
+    } else {
+        size_t n = (size_t)(slash - path);
+        if (n >= sizeof dir)
+            return sn_err_set(err, SN_E_ARG, "path too long: %s", path);
+        memcpy(dir, path, n ? n : 1);
+        dir[n ? n : 1] = '\0';
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return sn_err_set(err, SN_E_IO, "%s: %s", dir, strerror(errno));
+    int rc = fsync(fd);
+    close(fd);
+    /* Some filesystems refuse fsync on directories (EINVAL); the rename is still atomic. */
+    if (rc != 0 && errno != EINVAL && errno != EROFS)
+        return sn_err_set(err, SN_E_IO, "fsync %s: %s", dir, strerror(errno));
+    return SN_OK;
+}
+
+int sn_fsync_path(const char *path, struct sn_err *err)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
+    int rc = fsync(fd);
+    close(fd);
+    if (rc != 0)
+        return sn_err_set(err, SN_E_IO, "fsync %s: %s", path, strerror(errno));
+    return SN_OK;
+}
+
+int sn_rename_durable(const char *from, const char *to, struct sn_err *err)
+{
+    if (rename(from, to) != 0)
+        return sn_err_set(err, SN_E_IO, "rename %s -> %s: %s", from, to, strerror(errno));
+    return fsync_dir_of(to, err);
+}
+
+void sn_atomic_abort(struct sn_atomic_file *a)
+{
+    if (!a)
+        return;
+    if (a->f)
+        fclose(a->f);
+    if (a->tmp)
+        unlink(a->tmp);
+    sn_free(a->tmp);
+    sn_free(a->path);
+    sn_free(a);
+}
+
+int sn_atomic_open(const char *path, struct sn_atomic_file **out, struct sn_err *err)
+{
+    *out = NULL;
+    struct sn_atomic_file *a = sn_calloc(1, sizeof *a);
+    if (!a)
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+    size_t n = strlen(path) + 32;
+    a->path = sn_strdup(path);
+    a->tmp = sn_malloc(n);
+    if (!a->path || !a->tmp) {
+        sn_atomic_abort(a);
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+    }
+    snprintf(a->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    a->f = fopen(a->tmp, "wb");
+    if (!a->f) {
+        int rc = sn_err_set(err, SN_E_IO, "%s: %s", a->tmp, strerror(errno));
+        sn_atomic_abort(a);
+        return rc;
+    }
+    *out = a;
+    return SN_OK;
+}
+
+FILE *sn_atomic_stream(struct sn_atomic_file *a) { return a->f; }
+const char *sn_atomic_tmp_path(const struct sn_atomic_file *a) { return a->tmp; }
+
+int sn_atomic_commit(struct sn_atomic_file *a, struct sn_err *err)
+{
+    int rc = SN_OK;
+    if (fflush(a->f) != 0 || ferror(a->f))
+        rc = sn_err_set(err, SN_E_IO, "%s: write failed: %s", a->tmp, strerror(errno));
+    else if (fsync(fileno(a->f)) != 0)
+        rc = sn_err_set(err, SN_E_IO, "fsync %s: %s", a->tmp, strerror(errno));
+    if (fclose(a->f) != 0 && !rc)
+        rc = sn_err_set(err, SN_E_IO, "%s: close failed: %s", a->tmp, strerror(errno));
+    a->f = NULL;
+    if (!rc)
+        rc = sn_rename_durable(a->tmp, a->path, err);
+    if (rc) {
+        sn_atomic_abort(a);
+        return rc;
+    }
+    sn_free(a->tmp);
+    sn_free(a->path);
+    sn_free(a);
+    return SN_OK;
+}
+
+int sn_atomic_write(const char *path, const void *data, size_t n, struct sn_err *err)
+{
+    struct sn_atomic_file *a;
+    int rc = sn_atomic_open(path, &a, err);
+    if (rc)
+        return rc;
+    if (n && fwrite(data, 1, n, a->f) != n) {
+        rc = sn_err_set(err, SN_E_IO, "%s: write failed: %s", a->tmp, strerror(errno));
+        sn_atomic_abort(a);
+        return rc;
+    }
+    return sn_atomic_commit(a, err);
+}
+
+/* ---- line reader ---- */
+
+struct sn_lines {
+    gzFile   gz;
+    char    *path;
+    char    *chunk;     /* decompressed bytes not yet returned */
+    size_t   chunk_len, chunk_pos;
+    struct sn_buf line;
+    uint64_t lineno;
+    bool     eof;
+};
+
+enum { LINES_CHUNK = 1 << 16 };
+
+int sn_lines_open(const char *path, size_t max_line, struct sn_lines **out, struct sn_err *err)
+{
+    *out = NULL;
+    struct sn_lines *r = sn_calloc(1, sizeof *r);
+    if (!r)
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+    r->path = sn_strdup(path);
+    r->chunk = sn_malloc(LINES_CHUNK);
+    r->line.max = max_line ? max_line : ((size_t)256 << 20);
+    if (!r->path || !r->chunk) {
+        sn_lines_close(r);
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+    }
+    /* gzopen reads plain files transparently, and tells gzip from plain by the magic bytes. */
+    r->gz = gzopen(path, "rb");
+    if (!r->gz) {
+        int rc = sn_err_set(err, SN_E_IO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+        sn_lines_close(r);
+        return rc;
+    }
+    gzbuffer(r->gz, 1 << 17);
+    *out = r;
+    return SN_OK;
+}
+
+static int lines_fill(struct sn_lines *r, struct sn_err *err)
+{
+    int n = gzread(r->gz, r->chunk, LINES_CHUNK);
+    if (n < 0) {
+        int zerr;
+        const char *msg = gzerror(r->gz, &zerr);
+        return sn_err_set(err, SN_E_FORMAT, "%s: after line %llu: %s", r->path,
+                          (unsigned long long)r->lineno, msg);
+    }
+    if (n == 0) {
+        int zerr;
+        const char *msg = gzerror(r->gz, &zerr);
+        /* Z_BUF_ERROR at end of input = the gzip stream was cut short (a killed writer). */
+        if (zerr == Z_BUF_ERROR || (zerr != Z_OK && zerr != Z_STREAM_END))
+            return sn_err_set(err, SN_E_FORMAT,
+                              "%s: truncated or corrupt gzip after line %llu (%s)", r->path,
+                              (unsigned long long)r->lineno, msg);
+        r->eof = true;
+    }
+    r->chunk_len = (size_t)n;
+    r->chunk_pos = 0;
+    return SN_OK;
+}
+
+int sn_lines_next(struct sn_lines *r, const char **line, size_t *len, bool *complete,
+                  struct sn_err *err)
+{
+    *line = NULL;
+    if (len)
+        *len = 0;
+    if (complete)
+        *complete = false;
+    sn_buf_reset(&r->line);
+    bool have_any = false;
+    for (;;) {
+        if (r->chunk_pos == r->chunk_len) {
+            if (r->eof)
+                break;
+            int rc = lines_fill(r, err);
+            if (rc)
+                return rc;
+            if (r->eof)
+                break;
+        }
+        char *start = r->chunk + r->chunk_pos;
+        size_t avail = r->chunk_len - r->chunk_pos;
+        char *nl = memchr(start, '\n', avail);
+        size_t take = nl ? (size_t)(nl - start) : avail;
+        if (sn_buf_append(&r->line, start, take, err))
+            return sn_err_wrap(err, "%s:%llu: line too long", r->path,
+                               (unsigned long long)r->lineno + 1);
+        have_any = true;
+        r->chunk_pos += take + (nl ? 1 : 0);
+        if (nl) {
+            r->lineno++;
+            if (r->line.len && r->line.data[r->line.len - 1] == '\r')
+                r->line.data[--r->line.len] = '\0';
+            *line = r->line.data ? r->line.data : "";
+            if (len)
+                *len = r->line.len;
+            if (complete)
+                *complete = true;
+            return SN_OK;
+        }
+    }
+    if (have_any && r->line.len) { /* last line without a newline: maybe cut by a kill */
+        r->lineno++;
+        *line = r->line.data;
+        if (len)
+            *len = r->line.len;
+    }
+    return SN_OK;
+}
+
+uint64_t sn_lines_lineno(const struct sn_lines *r) { return r->lineno; }
+const char *sn_lines_path(const struct sn_lines *r) { return r->path; }
+
+void sn_lines_close(struct sn_lines *r)
+{
+    if (!r)
+        return;
+    if (r->gz)
+        gzclose(r->gz);
+    sn_buf_free(&r->line);
+    sn_free(r->chunk);
+    sn_free(r->path);
+    sn_free(r);
+}
+
+/* ---- path expansion ---- */
+
+struct path_list {
+    char **v;
+    size_t n, cap;
+};
+
+static int path_push(struct path_list *l, const char *p, struct sn_err *err)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **v = sn_realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return sn_err_set(err, SN_E_NOMEM, "out of memory listing files");
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = sn_strdup(p);
+    if (!l->v[l->n])
+        return sn_err_set(err, SN_E_NOMEM, "out of memory listing files");
+    l->n++;
+    return SN_OK;
+}
+
+static bool has_suffix(const char *name, const char *const *suffixes)
+{
+    size_t n = strlen(name);
+    for (; suffixes && *suffixes; suffixes++) {
+        size_t k = strlen(*suffixes);
+        if (n >= k && strcmp(name + n - k, *suffixes) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int walk(const char *dir, const char *const *suffixes, struct path_list *l, int depth,
+                struct sn_err *err)
+{
+    if (depth > 32)
+        return sn_err_set(err, SN_E_ARG, "%s: directories nested too deeply", dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return sn_err_set(err, SN_E_IO, "%s: %s", dir, strerror(errno));
+    struct dirent *e;
+    int rc = SN_OK;
+    char path[4096];
+    while (!rc && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue; /* hidden files and temp files of atomic writers */
+        if (strstr(e->d_name, ".tmp."))
+            continue;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
+            continue;
+        if (sn_path_is_dir(path))
+            rc = walk(path, suffixes, l, depth + 1, err);
+        else if (has_suffix(e->d_name, suffixes))
+            rc = path_push(l, path, err);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int sn_paths_expand(const char *const *inputs, size_t n_inputs, const char *const *suffixes,
+                    char ***out, size_t *n_out, struct sn_err *err)
+{
+    struct path_list l = {0};
+    int rc = SN_OK;
+    *out = NULL;
+    *n_out = 0;
+    for (size_t i = 0; i < n_inputs && !rc; i++) {
+        if (sn_path_is_dir(inputs[i]))
+            rc = walk(inputs[i], suffixes, &l, 0, err);
+        else if (sn_path_exists(inputs[i]))
+            rc = path_push(&l, inputs[i], err);
+        else
+            rc = sn_err_set(err, SN_E_IO, "%s: no such file or directory", inputs[i]);
+    }
+    if (rc) {
+        sn_paths_free(l.v, l.n);
+        return rc;
+    }
+    qsort(l.v, l.n, sizeof *l.v, cmp_str);
+    size_t w = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        if (w && strcmp(l.v[w - 1], l.v[i]) == 0)
+            sn_free(l.v[i]);
+        else
+            l.v[w++] = l.v[i];
+    }
+    *out = l.v;
+    *n_out = w;
+    return SN_OK;
+}
+
+void sn_paths_free(char **paths, size_t n)
+{
+    if (!paths)
+        return;
+    for (size_t i = 0; i < n; i++)
+        sn_free(paths[i]);
+    sn_free(paths);
+}

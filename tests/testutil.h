@@ -1,0 +1,62 @@
+/* tests/testutil.h: tiny assertion helpers shared by the C tests. A failing CHECK prints
+** file:line and the expression, counts the failure, and the test goes on; sn_test_done()
+** returns the exit status (non-zero if anything failed) and prints "N passed, N failed". */
+#ifndef SN_TESTUTIL_H
+#define SN_TESTUTIL_H
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern int sn_test_failures, sn_test_checks;
+
+#define CHECK(cond)                                                                          \
+    do {                                                                                     \
+        sn_test_checks++;                                                                    \
+        if (!(cond)) {                                                                       \
+            sn_test_failures++;                                                              \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                  \
+        }                                                                                    \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                                 \
+    do {                                                                                     \
+        sn_test_checks++;                                                                    \
+        if (!(cond)) {                                                                       \
+            sn_test_failures++;                                                              \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
+            fprintf(stderr, __VA_ARGS__);                                                    \
+            fputc('\n', stderr);                                                             \
+        }                                                                                    \
+    } while (0)
+
+/* |got - want| <= atol + rtol * |want| */
+#define CHECK_CLOSE(got, want, atol, rtol)                                                   \
+    do {                                                                                     \
+        double g_ = (double)(got), w_ = (double)(want);                                      \
+        sn_test_checks++;                                                                    \
+        if (!(fabs(g_ - w_) <= (atol) + (rtol) * fabs(w_))) {                                \
+            sn_test_failures++;                                                              \
+            fprintf(stderr, "FAIL %s:%d: %s = %.9g, want %.9g\n", __FILE__, __LINE__, #got,  \
+                    g_, w_);                                                                 \
+        }                                                                                    \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                 \
+    do {                                                                                     \
+        const char *g_ = (got), *w_ = (want);                                                \
+        sn_test_checks++;                                                                    \
+        if (!g_ || !w_ || strcmp(g_, w_) != 0) {                                             \
+            sn_test_failures++;                                                              \
+            fprintf(stderr, "FAIL %s:%d: %s = \"%s\", want \"%s\"\n", __FILE__, __LINE__,    \
+                    #got, g_ ? g_ : "(null)", w_ ? w_ : "(null)");                           \
+        }                                                                                    \
+    } while (0)
+
+int sn_test_done(void);
+/* A fresh empty directory under $SENTINEL_TMP (or /tmp) named after the test; returns a
+** static string. */
+const char *sn_test_dir(const char *name);
+/* Runs a shell command, returns its exit status (or -1). */
+int sn_test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#endif
