@@ -1,0 +1,40 @@
+/* tokenizer/tokenizer.h: byte-level BPE tokenizer loaded from a Hugging Face tokenizer.json
+** (model type BPE with merges, ByteLevel pre-tokenizer with the Qwen2 split pattern, added
+** tokens matched before BPE), and the prompt template that renders R(response ⊕ context)
+** (tokenizer/template.h). Format notes: docs/formats.md#tokenizerjson.
+**
+** A loaded tokenizer is immutable: encode/decode may be called from many threads at once.
+** Ids are int32. Text is UTF-8; invalid UTF-8 input is an error naming the byte offset. */
+#ifndef SN_TOKENIZER_H
+#define SN_TOKENIZER_H
+#include "common/common.h"
+
+struct sn_tokenizer;
+
+/* A growing id array the caller owns (free with sn_ids_free). encode appends to it. */
+struct sn_ids {
+    int32_t *v;
+    size_t   n, cap;
+};
+int  sn_ids_push(struct sn_ids *ids, int32_t id, struct sn_err *err);
+void sn_ids_free(struct sn_ids *ids);
+
+int  sn_tokenizer_open(const char *path, struct sn_tokenizer **out, struct sn_err *err);
+void sn_tokenizer_free(struct sn_tokenizer *tok);                 /* NULL is fine */
+/* Appends the ids of text[0..len) to out. Special/added tokens in the text are matched. */
+int  sn_tokenizer_encode(const struct sn_tokenizer *tok, const char *text, size_t len,
+                         struct sn_ids *out, struct sn_err *err);
+/* Decodes ids into a new NUL-terminated string (*text, caller frees with sn_free). An id out
+** of range is an error naming its position. */
+int  sn_tokenizer_decode(const struct sn_tokenizer *tok, const int32_t *ids, size_t n,
+                         char **text, size_t *len, struct sn_err *err);
+size_t sn_tokenizer_vocab_size(const struct sn_tokenizer *tok);  /* incl. added tokens */
+/* Id of an exact token string (added tokens included), or -1. */
+int32_t sn_tokenizer_token_id(const struct sn_tokenizer *tok, const char *token);
+/* SHA-256 (hex) of the tokenizer.json bytes: the identity recorded in shards. Borrowed. */
+const char *sn_tokenizer_hash(const struct sn_tokenizer *tok);
+/* Writes the byte-level tokenizer of the tiny demo model (256 byte tokens, a few merges,
+** the ChatML special tokens) in tokenizer.json format, atomically. */
+int  sn_tokenizer_write_demo(const char *path, struct sn_err *err);
+
+#endif
