@@ -32,6 +32,9 @@ int sn_json_parse(const char *text, size_t len, const char *name, cJSON **out,
     if (off >= len)
         return sn_err_set(err, SN_E_FORMAT, "%s:%zu:%zu: invalid JSON: unexpected end of input",
                           name, line, col);
+    if (!near[0])
+        return sn_err_set(err, SN_E_FORMAT, "%s:%zu:%zu: invalid JSON at the end of the line",
+                          name, line, col);
     return sn_err_set(err, SN_E_FORMAT, "%s:%zu:%zu: invalid JSON near '%s'", name, line, col,
                       near);
 }
