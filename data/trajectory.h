@@ -1,5 +1,132 @@
-/* data/trajectory.h: placeholder; its owner fills it in. */
+/* data/trajectory.h: reading trajectory files, schema sentinel.trajectory/1
+** (docs/formats.md#trajectory; DESIGN.md §5). One debate per line of gzip-compressed or plain
+** JSON Lines. The reader streams: one line in memory at a time, so a file of any size reads in
+** bounded memory.
+**
+** Ownership: a struct sn_traj owns everything it points to; its strings are borrowed from the
+** parsed JSON tree it holds (valid until sn_traj_free). `attack`, `defense` and `labels` are
+** cJSON subtrees of that same tree (read-only, same lifetime).
+**
+** Validation: the schema string must be exactly "sentinel.trajectory/1"; every required field
+** must be present with its type; optional fields, when present, must have their type; ids are
+** checked against the agent table. Errors name "file:line: field 'rounds[2][1].answer':
+** expected string or null". One reader, one thread at a time. */
 #ifndef SN_DATA_TRAJECTORY_H
 #define SN_DATA_TRAJECTORY_H
 #include "common/common.h"
+
+#define SN_TRAJ_SCHEMA "sentinel.trajectory/1"
+
+enum sn_role { SN_ROLE_HONEST, SN_ROLE_ADVERSARY, SN_ROLE_INTERCEPTOR, SN_ROLE_COUNT };
+const char *sn_role_name(enum sn_role role); /* "honest", "adversary", "interceptor" */
+
+enum sn_task { SN_TASK_MC, SN_TASK_NUMERIC, SN_TASK_COUNT };
+
+/* An AITM rewrite: what receiver `to` got instead of the message's own text. */
+struct sn_traj_delivery {
+    int         to;
+    const char *text;
+    const char *answer;         /* parsed answer of the delivered text; NULL = unparsed */
+};
+
+/* rounds[t][k]: one message. `answer` is the agent's own parsed answer (NULL when the
+** reply could not be parsed; then parsed is false). */
+struct sn_traj_msg {
+    int         agent;          /* slot id, 0 <= agent < n_agents */
+    const char *text;
+    const char *answer;         /* normal form ("A", "3", "-0.5") or NULL */
+    bool        parsed;
+    bool        tampered;       /* AITM: some receivers got a rewritten copy (deliveries) */
+    const char *original_text;  /* optional; NULL when absent */
+    double      latency_ms;     /* 0 when absent */
+    int64_t     prompt_tokens, completion_tokens; /* 0 when absent */
+    struct sn_traj_delivery *deliveries;
+    size_t      n_deliveries;
+    int        *blacklisted;    /* sentinel defense: cumulative blacklist held when speaking */
+    size_t      n_blacklisted;
+    bool        has_blacklist;  /* the "blacklisted" key was present */
+};
+
+struct sn_traj_round {
+    struct sn_traj_msg *msgs;   /* speaking order */
+    size_t              n_msgs;
+    int                *by_agent; /* (n_agents) index into msgs, -1 when the agent did not speak */
+};
+
+struct sn_traj_agent {
+    int          id;
+    enum sn_role role;
+    const char  *model, *backend, *persona, *position; /* NULL when absent or null */
+    int        (*intercepts)[2];                        /* [from, to] edges it rewrites */
+    size_t       n_intercepts;
+};
+
+struct sn_traj_final {
+    const char *rule;           /* "majority" or "judge"; NULL when absent */
+    const char *answer;         /* NULL when no decision */
+    bool        correct;
+    const char *judge_answer;   /* NULL when absent or null */
+    bool        stopped_early;
+    int64_t     n_rounds;       /* -1 when absent */
+};
+
+struct sn_traj {
+    const char *id, *experiment, *scenario, *dataset, *item_id, *subject, *task_name;
+    enum sn_task task;
+    const char *question;
+    const char **options;       /* (n_options) */
+    size_t       n_options;
+    const char  *gold, *gold_explanation, *adversarial_target; /* last two may be NULL */
+    const char  *strategy;
+    const char  *topology_name;
+    int64_t      topology_n_agents;
+    int        (*edges)[2];     /* (n_edges) [from, to]: `to` receives what `from` says */
+    size_t       n_edges;
+    struct sn_traj_agent *agents; /* (n_agents) agents[i].id == i */
+    size_t       n_agents;
+    size_t       n_honest, n_adversary, n_interceptor;
+    const cJSON *attack, *defense, *labels; /* objects or NULL when absent */
+    const char  *attack_name, *defense_name; /* NULL / "none" when absent */
+    struct sn_traj_round *rounds; /* (n_rounds) */
+    size_t       n_rounds;
+    struct sn_traj_final final;
+    uint64_t     seed;
+    int64_t      replicate;
+    const char  *backend, *prompt_version, *sentinel_version; /* NULL when absent */
+    cJSON       *root_;         /* private: the tree the strings live in */
+};
+
+/* Parses and validates one trajectory (one JSON line). where = "file:line" prefixes every
+** message. On success *out is the caller's (sn_traj_free); on failure *out is NULL. */
+int  sn_traj_parse(const char *json, size_t len, const char *where, struct sn_traj **out,
+                   struct sn_err *err);
+void sn_traj_free(struct sn_traj *t); /* NULL is fine */
+
+/* Agent `agent`'s message in round t, or NULL when it did not speak (or t/agent out of
+** range). Borrowed from t. */
+const struct sn_traj_msg *sn_traj_msg_of(const struct sn_traj *t, size_t round, int agent);
+/* A label's value as text (strings as is, numbers/bools printed into buf), or NULL when the
+** trajectory has no such label. buf must hold at least 64 bytes for non-strings. */
+const char *sn_traj_label(const struct sn_traj *t, const char *key, char *buf, size_t buf_size);
+
+struct sn_traj_reader;
+struct sn_traj_reader_params {
+    bool   skip_bad;  /* count bad lines (and a truncated gzip tail) instead of failing */
+    size_t max_line;  /* 0 = 256 MiB */
+};
+struct sn_traj_reader_params sn_traj_reader_default_params(void);
+int  sn_traj_reader_open(const char *path, const struct sn_traj_reader_params *params,
+                         struct sn_traj_reader **out, struct sn_err *err);
+/* Next trajectory: SN_OK with *out set (caller frees), SN_OK with *out = NULL at end of file,
+** or an error naming file:line. A final line without a newline is an error ("truncated last
+** line"; a killed writer leaves one). Blank lines are skipped. With skip_bad, bad lines are
+** counted and skipped, and a corrupt gzip tail ends the file and counts as one skipped line. */
+int  sn_traj_reader_next(struct sn_traj_reader *r, struct sn_traj **out, struct sn_err *err);
+uint64_t    sn_traj_reader_n_ok(const struct sn_traj_reader *r);
+uint64_t    sn_traj_reader_n_skipped(const struct sn_traj_reader *r);
+/* The first skipped line's error ("" when none). Borrowed, valid until close. */
+const char *sn_traj_reader_first_skip(const struct sn_traj_reader *r);
+const char *sn_traj_reader_path(const struct sn_traj_reader *r);
+void sn_traj_reader_close(struct sn_traj_reader *r); /* NULL is fine */
+
 #endif

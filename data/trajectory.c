@@ -1,0 +1,725 @@
+/* data/trajectory.c: reader and validator for sentinel.trajectory/1 (docs/formats.md#trajectory).
+** A line is parsed with cJSON into a tree that the struct sn_traj keeps; the struct's strings
+** point into it, so nothing is copied. Validation walks the tree once, naming the first field
+** that is missing or has the wrong type. */
+#include "data/trajectory.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const role_names[] = {"honest", "adversary", "interceptor"};
+_Static_assert(sizeof role_names / sizeof role_names[0] == SN_ROLE_COUNT, "roles out of sync");
+
+const char *sn_role_name(enum sn_role role)
+{
+    return (unsigned)role < SN_ROLE_COUNT ? role_names[role] : "?";
+}
+
+/* ---- validation helpers ---- */
+
+struct ctx {
+    const char    *where; /* "file:line" */
+    struct sn_err *err;
+    char           pfx[96]; /* path of the object being read: "", "final", "rounds[2][1]" */
+};
+
+static const char *type_name(const cJSON *v)
+{
+    if (!v)
+        return "missing";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsBool(v))
+        return "bool";
+    if (cJSON_IsNumber(v))
+        return "number";
+    if (cJSON_IsString(v))
+        return "string";
+    if (cJSON_IsArray(v))
+        return "array";
+    if (cJSON_IsObject(v))
+        return "object";
+    return "invalid";
+}
+
+static int bad(struct ctx *c, const char *key, const char *expected, const cJSON *got)
+{
+    const char *dot = c->pfx[0] && key[0] && key[0] != '[' ? "." : "";
+    if (!got)
+        return sn_err_set(c->err, SN_E_FORMAT, "%s: missing field '%s%s%s' (expected %s)",
+                          c->where, c->pfx, dot, key, expected);
+    return sn_err_set(c->err, SN_E_FORMAT, "%s: field '%s%s%s': expected %s, got %s", c->where,
+                      c->pfx, dot, key, expected, type_name(got));
+}
+
+static int bad_value(struct ctx *c, const char *key, const char *what)
+{
+    const char *dot = c->pfx[0] && key[0] && key[0] != '[' ? "." : "";
+    return sn_err_set(c->err, SN_E_FORMAT, "%s: field '%s%s%s': %s", c->where, c->pfx, dot, key,
+                      what);
+}
+
+enum { REQ = 1, NULLABLE = 2 };
+
+static const cJSON *item(const cJSON *obj, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+/* A string field. Absent optional fields and null (when NULLABLE) give NULL. */
+static int get_str(struct ctx *c, const cJSON *obj, const char *key, int flags, const char **out)
+{
+    const cJSON *v = item(obj, key);
+    *out = NULL;
+    const char *expect = (flags & NULLABLE) ? "string or null" : "string";
+    if (!v)
+        return (flags & REQ) ? bad(c, key, expect, v) : SN_OK;
+    if (cJSON_IsString(v) && v->valuestring) {
+        *out = v->valuestring;
+        return SN_OK;
+    }
+    if (cJSON_IsNull(v) && (flags & NULLABLE))
+        return SN_OK;
+    return bad(c, key, expect, v);
+}
+
+static int get_bool(struct ctx *c, const cJSON *obj, const char *key, int flags, bool *out)
+{
+    const cJSON *v = item(obj, key);
+    *out = false;
+    if (!v)
+        return (flags & REQ) ? bad(c, key, "bool", v) : SN_OK;
+    if (!cJSON_IsBool(v))
+        return bad(c, key, "bool", v);
+    *out = cJSON_IsTrue(v);
+    return SN_OK;
+}
+
+/* An integer field (a JSON number with no fractional part, within [lo, hi]). */
+static int get_int(struct ctx *c, const cJSON *obj, const char *key, int flags, double lo,
+                   double hi, int64_t dflt, int64_t *out)
+{
+    const cJSON *v = item(obj, key);
+    *out = dflt;
+    if (!v || ((flags & NULLABLE) && cJSON_IsNull(v)))
+        return (!v && (flags & REQ)) ? bad(c, key, "integer", v) : SN_OK;
+    if (!cJSON_IsNumber(v))
+        return bad(c, key, "integer", v);
+    double d = v->valuedouble;
+    if (!(d == floor(d)) || d < lo || d > hi)
+        return bad_value(c, key, "expected an integer in range");
+    *out = (int64_t)d;
+    return SN_OK;
+}
+
+static int get_num(struct ctx *c, const cJSON *obj, const char *key, double *out)
+{
+    const cJSON *v = item(obj, key);
+    *out = 0.0;
+    if (!v || cJSON_IsNull(v))
+        return SN_OK;
+    if (!cJSON_IsNumber(v))
+        return bad(c, key, "number", v);
+    *out = v->valuedouble;
+    return SN_OK;
+}
+
+static int get_obj(struct ctx *c, const cJSON *obj, const char *key, int flags, const cJSON **out)
+{
+    const cJSON *v = item(obj, key);
+    *out = NULL;
+    if (!v || ((flags & NULLABLE) && cJSON_IsNull(v)))
+        return (!v && (flags & REQ)) ? bad(c, key, "object", v) : SN_OK;
+    if (!cJSON_IsObject(v))
+        return bad(c, key, "object", v);
+    *out = v;
+    return SN_OK;
+}
+
+static int get_arr(struct ctx *c, const cJSON *obj, const char *key, int flags, const cJSON **out,
+                   size_t *n)
+{
+    const cJSON *v = item(obj, key);
+    *out = NULL;
+    *n = 0;
+    if (!v)
+        return (flags & REQ) ? bad(c, key, "array", v) : SN_OK;
+    if (!cJSON_IsArray(v))
+        return bad(c, key, "array", v);
+    *out = v;
+    *n = (size_t)cJSON_GetArraySize(v);
+    return SN_OK;
+}
+
+static void set_pfx(struct ctx *c, const char *fmt, long a, long b)
+{
+    snprintf(c->pfx, sizeof c->pfx, fmt, a, b);
+}
+
+/* [[from, to], ...] with 0 <= from, to < n. */
+static int read_pairs(struct ctx *c, const cJSON *arr, const char *key, size_t n_agents,
+                      int (**out)[2], size_t *n_out)
+{
+    size_t n = (size_t)cJSON_GetArraySize(arr);
+    *out = NULL;
+    *n_out = 0;
+    if (!n)
+        return SN_OK;
+    int(*p)[2] = sn_calloc(n, sizeof *p);
+    if (!p)
+        return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+    size_t i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) {
+        if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !cJSON_IsNumber(e->child) ||
+            !cJSON_IsNumber(e->child->next)) {
+            char k[64];
+            snprintf(k, sizeof k, "%s[%zu]", key, i);
+            sn_free(p);
+            return bad_value(c, k, "expected a pair [from, to] of agent ids");
+        }
+        for (int j = 0; j < 2; j++) {
+            double d = (j ? e->child->next : e->child)->valuedouble;
+            if (!(d == floor(d)) || d < 0 || d >= (double)n_agents) {
+                char k[64];
+                snprintf(k, sizeof k, "%s[%zu]", key, i);
+                sn_free(p);
+                return bad_value(c, k, "agent id out of range");
+            }
+            p[i][j] = (int)d;
+        }
+        i++;
+    }
+    *out = p;
+    *n_out = n;
+    return SN_OK;
+}
+
+static int read_agent(struct ctx *c, const cJSON *a, size_t i, size_t n_agents,
+                      struct sn_traj_agent *ag)
+{
+    set_pfx(c, "agents[%ld]", (long)i, 0);
+    if (!cJSON_IsObject(a))
+        return bad_value(c, "", "expected an object");
+    int64_t id;
+    const char *role;
+    int rc = get_int(c, a, "id", REQ, 0, INT_MAX, 0, &id);
+    if (!rc && (size_t)id != i)
+        rc = bad_value(c, "id", "agents must be listed in id order (agents[i].id == i)");
+    if (!rc)
+        rc = get_str(c, a, "role", REQ, &role);
+    if (rc)
+        return rc;
+    ag->id = (int)id;
+    int r;
+    for (r = 0; r < SN_ROLE_COUNT; r++)
+        if (!strcmp(role, role_names[r]))
+            break;
+    if (r == SN_ROLE_COUNT) {
+        char what[160];
+        snprintf(what, sizeof what,
+                 "unknown role '%.60s' (expected honest, adversary or interceptor)", role);
+        return bad_value(c, "role", what);
+    }
+    ag->role = (enum sn_role)r;
+    if ((rc = get_str(c, a, "model", NULLABLE, &ag->model)) ||
+        (rc = get_str(c, a, "backend", NULLABLE, &ag->backend)) ||
+        (rc = get_str(c, a, "persona", NULLABLE, &ag->persona)) ||
+        (rc = get_str(c, a, "position", NULLABLE, &ag->position)))
+        return rc;
+    const cJSON *ic;
+    size_t n_ic;
+    if ((rc = get_arr(c, a, "intercepts", 0, &ic, &n_ic)))
+        return rc;
+    if (ic)
+        return read_pairs(c, ic, "intercepts", n_agents, &ag->intercepts, &ag->n_intercepts);
+    return SN_OK;
+}
+
+static int read_msg(struct ctx *c, const cJSON *m, size_t t, size_t k, size_t n_agents,
+                    struct sn_traj_msg *msg)
+{
+    set_pfx(c, "rounds[%ld][%ld]", (long)t, (long)k);
+    if (!cJSON_IsObject(m))
+        return bad_value(c, "", "expected an object");
+    int64_t agent;
+    int rc;
+    if ((rc = get_int(c, m, "agent", REQ, 0, INT_MAX, 0, &agent)))
+        return rc;
+    if ((size_t)agent >= n_agents)
+        return bad_value(c, "agent", "agent id out of range of agents[]");
+    msg->agent = (int)agent;
+    if ((rc = get_str(c, m, "text", REQ, &msg->text)) ||
+        (rc = get_str(c, m, "answer", REQ | NULLABLE, &msg->answer)) ||
+        (rc = get_bool(c, m, "parsed", REQ, &msg->parsed)))
+        return rc;
+    if (msg->parsed != (msg->answer != NULL))
+        return bad_value(c, "parsed", msg->parsed ? "true but 'answer' is null"
+                                                  : "false but 'answer' is a string");
+    int64_t pt, ct;
+    if ((rc = get_bool(c, m, "tampered", 0, &msg->tampered)) ||
+        (rc = get_str(c, m, "original_text", NULLABLE, &msg->original_text)) ||
+        (rc = get_num(c, m, "latency_ms", &msg->latency_ms)) ||
+        (rc = get_int(c, m, "prompt_tokens", NULLABLE, 0, 9e15, 0, &pt)) ||
+        (rc = get_int(c, m, "completion_tokens", NULLABLE, 0, 9e15, 0, &ct)))
+        return rc;
+    msg->prompt_tokens = pt;
+    msg->completion_tokens = ct;
+    const cJSON *dl;
+    size_t n_dl;
+    if ((rc = get_arr(c, m, "deliveries", 0, &dl, &n_dl)))
+        return rc;
+    if (n_dl) {
+        msg->deliveries = sn_calloc(n_dl, sizeof *msg->deliveries);
+        if (!msg->deliveries)
+            return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+        msg->n_deliveries = n_dl;
+        size_t j = 0;
+        const cJSON *d;
+        cJSON_ArrayForEach(d, dl) {
+            set_pfx(c, "rounds[%ld][%ld].deliveries", (long)t, (long)k);
+            size_t len = strlen(c->pfx);
+            snprintf(c->pfx + len, sizeof c->pfx - len, "[%zu]", j);
+            if (!cJSON_IsObject(d))
+                return bad_value(c, "", "expected an object");
+            int64_t to;
+            struct sn_traj_delivery *dv = &msg->deliveries[j++];
+            if ((rc = get_int(c, d, "to", REQ, 0, INT_MAX, 0, &to)))
+                return rc;
+            if ((size_t)to >= n_agents)
+                return bad_value(c, "to", "agent id out of range of agents[]");
+            dv->to = (int)to;
+            if ((rc = get_str(c, d, "text", REQ, &dv->text)) ||
+                (rc = get_str(c, d, "answer", NULLABLE, &dv->answer)))
+                return rc;
+        }
+        set_pfx(c, "rounds[%ld][%ld]", (long)t, (long)k);
+    }
+    const cJSON *bl;
+    size_t n_bl;
+    if ((rc = get_arr(c, m, "blacklisted", 0, &bl, &n_bl)))
+        return rc;
+    if (bl) {
+        msg->has_blacklist = true;
+        if (n_bl) {
+            msg->blacklisted = sn_calloc(n_bl, sizeof *msg->blacklisted);
+            if (!msg->blacklisted)
+                return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+            const cJSON *b;
+            cJSON_ArrayForEach(b, bl) {
+                double d = cJSON_IsNumber(b) ? b->valuedouble : -1;
+                if (!(d == floor(d)) || d < 0 || d >= (double)n_agents)
+                    return bad_value(c, "blacklisted", "expected agent ids");
+                msg->blacklisted[msg->n_blacklisted++] = (int)d;
+            }
+        }
+    }
+    return SN_OK;
+}
+
+static int read_rounds(struct ctx *c, const cJSON *rounds, struct sn_traj *t)
+{
+    size_t n = (size_t)cJSON_GetArraySize(rounds);
+    if (!n)
+        return SN_OK;
+    t->rounds = sn_calloc(n, sizeof *t->rounds);
+    if (!t->rounds)
+        return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+    t->n_rounds = n;
+    size_t ti = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, rounds) {
+        struct sn_traj_round *rd = &t->rounds[ti];
+        if (!cJSON_IsArray(r)) {
+            c->pfx[0] = '\0';
+            char k[48];
+            snprintf(k, sizeof k, "rounds[%zu]", ti);
+            return bad(c, k, "array", r);
+        }
+        size_t nm = (size_t)cJSON_GetArraySize(r);
+        rd->by_agent = sn_malloc(t->n_agents ? t->n_agents * sizeof *rd->by_agent : 1);
+        rd->msgs = sn_calloc(nm ? nm : 1, sizeof *rd->msgs);
+        if (!rd->by_agent || !rd->msgs)
+            return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+        for (size_t a = 0; a < t->n_agents; a++)
+            rd->by_agent[a] = -1;
+        size_t k = 0;
+        const cJSON *m;
+        cJSON_ArrayForEach(m, r) {
+            rd->n_msgs = k + 1; /* counted first: a failed message may hold allocations */
+            int rc = read_msg(c, m, ti, k, t->n_agents, &rd->msgs[k]);
+            if (rc)
+                return rc;
+            int a = rd->msgs[k].agent;
+            if (rd->by_agent[a] >= 0)
+                return bad_value(c, "agent", "agent speaks twice in one round");
+            rd->by_agent[a] = (int)k;
+            k++;
+        }
+        ti++;
+    }
+    return SN_OK;
+}
+
+static int read_final(struct ctx *c, const cJSON *f, struct sn_traj_final *fin)
+{
+    snprintf(c->pfx, sizeof c->pfx, "final");
+    int rc;
+    if ((rc = get_str(c, f, "rule", NULLABLE, &fin->rule)) ||
+        (rc = get_str(c, f, "answer", REQ | NULLABLE, &fin->answer)) ||
+        (rc = get_bool(c, f, "correct", REQ, &fin->correct)) ||
+        (rc = get_str(c, f, "judge_answer", NULLABLE, &fin->judge_answer)) ||
+        (rc = get_bool(c, f, "stopped_early", 0, &fin->stopped_early)) ||
+        (rc = get_int(c, f, "n_rounds", NULLABLE, 0, INT_MAX, -1, &fin->n_rounds)))
+        return rc;
+    return SN_OK;
+}
+
+static int validate(struct ctx *c, struct sn_traj *t)
+{
+    const cJSON *root = t->root_;
+    int rc;
+    c->pfx[0] = '\0';
+    if (!cJSON_IsObject(root))
+        return sn_err_set(c->err, SN_E_FORMAT, "%s: expected a JSON object, got %s", c->where,
+                          type_name(root));
+    const char *schema;
+    if ((rc = get_str(c, root, "schema", REQ, &schema)))
+        return rc;
+    if (strcmp(schema, SN_TRAJ_SCHEMA) != 0)
+        return sn_err_set(c->err, SN_E_FORMAT,
+                          "%s: unknown schema '%.80s' (this reader knows '" SN_TRAJ_SCHEMA "')",
+                          c->where, schema);
+    if ((rc = get_str(c, root, "id", REQ, &t->id)) ||
+        (rc = get_str(c, root, "experiment", NULLABLE, &t->experiment)) ||
+        (rc = get_str(c, root, "scenario", REQ, &t->scenario)) ||
+        (rc = get_str(c, root, "dataset", REQ, &t->dataset)) ||
+        (rc = get_str(c, root, "item_id", REQ, &t->item_id)) ||
+        (rc = get_str(c, root, "subject", NULLABLE, &t->subject)) ||
+        (rc = get_str(c, root, "task", REQ, &t->task_name)) ||
+        (rc = get_str(c, root, "question", REQ, &t->question)) ||
+        (rc = get_str(c, root, "gold", REQ, &t->gold)) ||
+        (rc = get_str(c, root, "gold_explanation", NULLABLE, &t->gold_explanation)) ||
+        (rc = get_str(c, root, "adversarial_target", REQ | NULLABLE, &t->adversarial_target)) ||
+        (rc = get_str(c, root, "strategy", REQ, &t->strategy)))
+        return rc;
+    if (!strcmp(t->task_name, "mc"))
+        t->task = SN_TASK_MC;
+    else if (!strcmp(t->task_name, "numeric"))
+        t->task = SN_TASK_NUMERIC;
+    else
+        return bad_value(c, "task", "expected 'mc' or 'numeric'");
+
+    const cJSON *opts;
+    size_t n_opts;
+    if ((rc = get_arr(c, root, "options", REQ, &opts, &n_opts)))
+        return rc;
+    if (n_opts) {
+        t->options = sn_calloc(n_opts, sizeof *t->options);
+        if (!t->options)
+            return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+        const cJSON *o;
+        cJSON_ArrayForEach(o, opts) {
+            if (!cJSON_IsString(o) || !o->valuestring) {
+                char k[48];
+                snprintf(k, sizeof k, "options[%zu]", t->n_options);
+                return bad(c, k, "string", o);
+            }
+            t->options[t->n_options++] = o->valuestring;
+        }
+    }
+
+    /* agents first: every id elsewhere is checked against them */
+    const cJSON *agents;
+    size_t n_agents;
+    if ((rc = get_arr(c, root, "agents", REQ, &agents, &n_agents)))
+        return rc;
+    if (!n_agents)
+        return bad_value(c, "agents", "expected at least one agent");
+    t->agents = sn_calloc(n_agents, sizeof *t->agents);
+    if (!t->agents)
+        return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+    t->n_agents = n_agents;
+    size_t i = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, agents) {
+        if ((rc = read_agent(c, a, i, n_agents, &t->agents[i])))
+            return rc;
+        switch (t->agents[i].role) {
+        case SN_ROLE_HONEST: t->n_honest++; break;
+        case SN_ROLE_ADVERSARY: t->n_adversary++; break;
+        default: t->n_interceptor++; break;
+        }
+        i++;
+    }
+    c->pfx[0] = '\0';
+
+    const cJSON *topo;
+    if ((rc = get_obj(c, root, "topology", REQ, &topo)))
+        return rc;
+    snprintf(c->pfx, sizeof c->pfx, "topology");
+    const cJSON *edges;
+    size_t n_edges;
+    if ((rc = get_str(c, topo, "name", REQ, &t->topology_name)) ||
+        (rc = get_int(c, topo, "n_agents", REQ, 1, INT_MAX, 0, &t->topology_n_agents)) ||
+        (rc = get_arr(c, topo, "edges", REQ, &edges, &n_edges)))
+        return rc;
+    if ((size_t)t->topology_n_agents != n_agents)
+        return bad_value(c, "n_agents", "does not match the length of agents[]");
+    if ((rc = read_pairs(c, edges, "edges", n_agents, &t->edges, &t->n_edges)))
+        return rc;
+    c->pfx[0] = '\0';
+
+    if ((rc = get_obj(c, root, "attack", NULLABLE, &t->attack)) ||
+        (rc = get_obj(c, root, "defense", NULLABLE, &t->defense)) ||
+        (rc = get_obj(c, root, "labels", NULLABLE, &t->labels)))
+        return rc;
+    if (t->attack) {
+        snprintf(c->pfx, sizeof c->pfx, "attack");
+        if ((rc = get_str(c, t->attack, "name", NULLABLE, &t->attack_name)))
+            return rc;
+    }
+    t->defense_name = "none";
+    if (t->defense) {
+        snprintf(c->pfx, sizeof c->pfx, "defense");
+        if ((rc = get_str(c, t->defense, "name", NULLABLE, &t->defense_name)))
+            return rc;
+        if (!t->defense_name)
+            t->defense_name = "none";
+    }
+    c->pfx[0] = '\0';
+
+    const cJSON *rounds;
+    size_t n_rounds;
+    if ((rc = get_arr(c, root, "rounds", REQ, &rounds, &n_rounds)) ||
+        (rc = read_rounds(c, rounds, t)))
+        return rc;
+    c->pfx[0] = '\0';
+
+    const cJSON *fin;
+    if ((rc = get_obj(c, root, "final", REQ, &fin)) || (rc = read_final(c, fin, &t->final)))
+        return rc;
+    c->pfx[0] = '\0';
+
+    const cJSON *sv = item(root, "seed");
+    /* seeds are unsigned 64-bit; JSON numbers above 2^53 lose precision, so a seed may also
+    ** be written as a decimal string. */
+    if (sv && cJSON_IsString(sv) && sv->valuestring) {
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(sv->valuestring, &end, 10);
+        if (errno || end == sv->valuestring || *end)
+            return bad_value(c, "seed", "expected an unsigned integer");
+        t->seed = u;
+    } else {
+        if (!sv || !cJSON_IsNumber(sv))
+            return bad(c, "seed", "integer", sv);
+        double d = sv->valuedouble;
+        if (!(d == floor(d)) || d < 0 || d >= 18446744073709551616.0)
+            return bad_value(c, "seed", "expected an unsigned 64-bit integer");
+        t->seed = (uint64_t)d;
+    }
+    if ((rc = get_int(c, root, "replicate", REQ, 0, INT_MAX, 0, &t->replicate)) ||
+        (rc = get_str(c, root, "backend", NULLABLE, &t->backend)) ||
+        (rc = get_str(c, root, "prompt_version", NULLABLE, &t->prompt_version)) ||
+        (rc = get_str(c, root, "sentinel_version", NULLABLE, &t->sentinel_version)))
+        return rc;
+    return SN_OK;
+}
+
+int sn_traj_parse(const char *json, size_t len, const char *where, struct sn_traj **out,
+                  struct sn_err *err)
+{
+    *out = NULL;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (!root) {
+        if (!end)
+            return sn_err_set(err, SN_E_NOMEM, "%s: out of memory parsing JSON", where);
+        size_t off = (size_t)(end - json);
+        if (off >= len)
+            return sn_err_set(err, SN_E_FORMAT, "%s: not valid JSON: unexpected end of line",
+                              where);
+        char near[24];
+        size_t k = 0;
+        for (size_t i = off; i < len && k < sizeof near - 1; i++)
+            near[k++] = (json[i] >= 32 && json[i] < 127) ? json[i] : '?';
+        near[k] = '\0';
+        return sn_err_set(err, SN_E_FORMAT, "%s: not valid JSON at column %zu near '%s'", where,
+                          off + 1, near);
+    }
+    struct sn_traj *t = sn_calloc(1, sizeof *t);
+    if (!t) {
+        cJSON_Delete(root);
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", where);
+    }
+    t->root_ = root;
+    struct ctx c = {.where = where, .err = err};
+    int rc = validate(&c, t);
+    if (rc) {
+        sn_traj_free(t);
+        return rc;
+    }
+    *out = t;
+    return SN_OK;
+}
+
+void sn_traj_free(struct sn_traj *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n_agents; i++)
+        sn_free(t->agents[i].intercepts);
+    sn_free(t->agents);
+    for (size_t r = 0; t->rounds && r < t->n_rounds; r++) {
+        struct sn_traj_round *rd = &t->rounds[r];
+        for (size_t k = 0; rd->msgs && k < rd->n_msgs; k++) {
+            sn_free(rd->msgs[k].deliveries);
+            sn_free(rd->msgs[k].blacklisted);
+        }
+        sn_free(rd->msgs);
+        sn_free(rd->by_agent);
+    }
+    sn_free(t->rounds);
+    sn_free(t->options);
+    sn_free(t->edges);
+    cJSON_Delete(t->root_);
+    sn_free(t);
+}
+
+const struct sn_traj_msg *sn_traj_msg_of(const struct sn_traj *t, size_t round, int agent)
+{
+    if (round >= t->n_rounds || agent < 0 || (size_t)agent >= t->n_agents)
+        return NULL;
+    int k = t->rounds[round].by_agent[agent];
+    return k < 0 ? NULL : &t->rounds[round].msgs[k];
+}
+
+const char *sn_traj_label(const struct sn_traj *t, const char *key, char *buf, size_t buf_size)
+{
+    const cJSON *v = t->labels ? item(t->labels, key) : NULL;
+    if (!v)
+        return NULL;
+    if (cJSON_IsString(v) && v->valuestring)
+        return v->valuestring;
+    if (!buf || !buf_size)
+        return NULL;
+    if (cJSON_IsNumber(v))
+        snprintf(buf, buf_size, "%.17g", v->valuedouble);
+    else if (cJSON_IsBool(v))
+        snprintf(buf, buf_size, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    else if (cJSON_IsNull(v))
+        snprintf(buf, buf_size, "null");
+    else
+        snprintf(buf, buf_size, "<%s>", type_name(v));
+    return buf;
+}
+
+/* ---- reader ---- */
+
+struct sn_traj_reader {
+    struct sn_lines *lines;
+    struct sn_traj_reader_params p;
+    uint64_t n_ok, n_skipped;
+    bool     done;
+    char     first_skip[512];
+};
+
+struct sn_traj_reader_params sn_traj_reader_default_params(void)
+{
+    struct sn_traj_reader_params p = {.skip_bad = false, .max_line = 0};
+    return p;
+}
+
+int sn_traj_reader_open(const char *path, const struct sn_traj_reader_params *params,
+                        struct sn_traj_reader **out, struct sn_err *err)
+{
+    *out = NULL;
+    struct sn_traj_reader *r = sn_calloc(1, sizeof *r);
+    if (!r)
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+    r->p = params ? *params : sn_traj_reader_default_params();
+    int rc = sn_lines_open(path, r->p.max_line, &r->lines, err);
+    if (rc) {
+        sn_free(r);
+        return rc;
+    }
+    *out = r;
+    return SN_OK;
+}
+
+static void note_skip(struct sn_traj_reader *r, const struct sn_err *e)
+{
+    if (!r->n_skipped)
+        snprintf(r->first_skip, sizeof r->first_skip, "%s", e->msg);
+    r->n_skipped++;
+}
+
+int sn_traj_reader_next(struct sn_traj_reader *r, struct sn_traj **out, struct sn_err *err)
+{
+    *out = NULL;
+    while (!r->done) {
+        const char *line;
+        size_t len;
+        bool complete;
+        struct sn_err e = {0};
+        int rc = sn_lines_next(r->lines, &line, &len, &complete, &e);
+        if (rc) {
+            if (rc == SN_E_FORMAT && r->p.skip_bad) { /* corrupt gzip: nothing after it */
+                note_skip(r, &e);
+                r->done = true;
+                return SN_OK;
+            }
+            return sn_err_set(err, rc, "%s", e.msg);
+        }
+        if (!line) {
+            r->done = true;
+            return SN_OK;
+        }
+        char where[600];
+        snprintf(where, sizeof where, "%s:%llu", sn_lines_path(r->lines),
+                 (unsigned long long)sn_lines_lineno(r->lines));
+        size_t b = 0;
+        while (b < len && (line[b] == ' ' || line[b] == '\t'))
+            b++;
+        if (b == len && complete)
+            continue; /* blank line */
+        if (!complete) {
+            sn_err_set(&e, SN_E_FORMAT,
+                       "%s: truncated last line (no newline at end of file; a killed writer?)",
+                       where);
+            r->done = true;
+        } else {
+            rc = sn_traj_parse(line, len, where, out, &e);
+            if (!rc) {
+                r->n_ok++;
+                return SN_OK;
+            }
+            if (rc == SN_E_NOMEM)
+                return sn_err_set(err, rc, "%s", e.msg);
+        }
+        if (!r->p.skip_bad)
+            return sn_err_set(err, e.code ? e.code : SN_E_FORMAT, "%s", e.msg);
+        note_skip(r, &e);
+    }
+    return SN_OK;
+}
+
+uint64_t sn_traj_reader_n_ok(const struct sn_traj_reader *r) { return r->n_ok; }
+uint64_t sn_traj_reader_n_skipped(const struct sn_traj_reader *r) { return r->n_skipped; }
+const char *sn_traj_reader_first_skip(const struct sn_traj_reader *r) { return r->first_skip; }
+const char *sn_traj_reader_path(const struct sn_traj_reader *r)
+{
+    return sn_lines_path(r->lines);
+}
+
+void sn_traj_reader_close(struct sn_traj_reader *r)
+{
+    if (!r)
+        return;
+    sn_lines_close(r->lines);
+    sn_free(r);
+}
