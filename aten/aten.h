@@ -89,8 +89,10 @@ bool sn_aten_blas_library(char *buf, size_t n);
 
 /* ---- generators --------------------------------------------------------------------------- */
 
-/* A generator seeded with `seed` on `dev` (CPU Philox/MT as libtorch does). Free with
-** sn_aten_gen_free (NULL ok). Same seed => same stream of numbers, on the same device. */
+/* A generator seeded with `seed` (libtorch's CPU mt19937). Free with sn_aten_gen_free (NULL
+** ok). Numbers are always drawn on the CPU (in f32, f64 for F64 targets) and then converted
+** and copied to the target device, so one seed gives the same values on every device and
+** dtype; dev is only validated. Same seed => same stream of numbers. */
 int  sn_aten_gen_create(uint64_t seed, struct sn_device dev, struct sn_aten_gen **out,
                         struct sn_err *err);
 void sn_aten_gen_free(struct sn_aten_gen *gen);
