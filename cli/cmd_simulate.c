@@ -1,16 +1,178 @@
-/* cli/cmd_simulate.c: `sentinel simulate` (DESIGN.md §1). This stage is not part of this build yet:
-** it says so and exits with SN_EXIT_UNAVAILABLE (3), distinct from failures. */
+/* cli/cmd_simulate.c: `sentinel simulate` (DESIGN.md §1; docs/parts/cli-simulate.md): debates
+** under attack -> trajectories. The work is data/sim/run.c; this file parses options, loads
+** the recipe with --set overrides, and turns SIGINT/SIGTERM into a clean stop (the output stays
+** valid and a re-run continues). */
 #include "cli/cli.h"
+#include "data/sim/sim.h"
 
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+
+static volatile int cancel_flag;
+
+static void on_signal(int sig)
+{
+    if (cancel_flag) { /* second signal: stop now */
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+    cancel_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: sentinel simulate --recipe RECIPE -o DIR [options]\n"
+"\n"
+"Runs the multi-agent debates of the recipe's `simulate` section (attack scenarios, topologies,\n"
+"communication strategies, LLM endpoints or built-in sim agents) and appends one trajectory\n"
+"per debate to DIR/trajectories-<i>of<n>.jsonl.gz (schema sentinel.trajectory/1).\n"
+"Resumable: a re-run skips debates already written, drops a partial record left by a kill,\n"
+"and retries the debates listed in DIR/errors-<i>of<n>.jsonl.\n"
+"\n"
+"options:\n"
+"  -r, --recipe FILE     recipe (JSON) with a `simulate` section (required)\n"
+"  -o, --out DIR         output directory (default: <recipe out_dir>/trajectories)\n"
+"      --set KEY=VALUE   override a recipe key, e.g. --set simulate.defaults.rounds=2\n"
+"                        (repeatable; VALUE is JSON when it parses, else a string)\n"
+"      --shard I/N       run only shard I of N (0 <= I < N): a deterministic, disjoint split\n"
+"                        of the (experiment, item, replicate) debates by id, for job arrays\n"
+"      --replicates K    run every experiment K times (overrides the recipe)\n"
+"      --limit N         at most N items per experiment (quick trials)\n"
+"      --threads N       worker threads (default: 1 for sim endpoints, else the largest\n"
+"                        endpoint concurrency, so that many debates are in flight)\n"
+"      --progress MODE   auto (default: a bar on a terminal, plain lines otherwise), bar,\n"
+"                        plain, none\n"
+"  -h, --help            this help\n"
+"\n"
+"Exit status: 0 all debates written; 1 some debates failed (listed in the errors file; re-run\n"
+"to retry) or the job failed; 2 usage or recipe error. Ctrl-C stops cleanly (a second one\n"
+"kills); re-run to continue. Recipe keys: docs/parts/simulate.md.\n");
+}
 
 int sn_cmd_simulate(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: sentinel simulate ...\n\nThis stage is not part of this build yet "
-               "(see README.md, 'Status').\n");
-        return SN_EXIT_OK;
+    static const struct option opts[] = {
+        {"recipe", required_argument, NULL, 'r'},  {"out", required_argument, NULL, 'o'},
+        {"set", required_argument, NULL, 's'},     {"shard", required_argument, NULL, 'S'},
+        {"replicates", required_argument, NULL, 'R'}, {"limit", required_argument, NULL, 'l'},
+        {"threads", required_argument, NULL, 't'}, {"progress", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    const char *recipe_path = NULL, *out = NULL;
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    size_t n_sets = 0;
+    struct sn_simulate_params p = sn_simulate_default_params();
+    int c, status = SN_EXIT_OK;
+    if (!sets) {
+        fprintf(stderr, "sentinel simulate: out of memory\n");
+        return SN_EXIT_FAIL;
     }
-    return sn_cli_unavailable("simulate", "this stage is not part of this build yet "
-                                    "(see README.md, 'Status')");
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "r:o:h", opts, NULL)) != -1) {
+        char *end;
+        long v;
+        switch (c) {
+        case 'r': recipe_path = optarg; break;
+        case 'o': out = optarg; break;
+        case 's': sets[n_sets++] = optarg; break;
+        case 'S': {
+            long i = strtol(optarg, &end, 10), n = 0;
+            if (*end == '/')
+                n = strtol(end + 1, &end, 10);
+            if (*end || n < 1 || i < 0 || i >= n || n > 1000000) {
+                free(sets);
+                return sn_cli_usage_error("simulate", "--shard '%s': expected I/N with "
+                                          "0 <= I < N", optarg);
+            }
+            p.shard_index = (int)i;
+            p.shard_count = (int)n;
+            break;
+        }
+        case 'R': case 'l': case 't':
+            v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 100000000) {
+                free(sets);
+                return sn_cli_usage_error("simulate", "--%s '%s': expected a positive integer",
+                                          c == 'R' ? "replicates" : c == 'l' ? "limit"
+                                                                             : "threads",
+                                          optarg);
+            }
+            if (c == 'R')
+                p.replicates = (int)v;
+            else if (c == 'l')
+                p.limit = (size_t)v;
+            else
+                p.threads = (int)v;
+            break;
+        case 'p':
+            if (!strcmp(optarg, "auto")) p.progress_mode = 0;
+            else if (!strcmp(optarg, "bar")) p.progress_mode = 1;
+            else if (!strcmp(optarg, "plain")) p.progress_mode = 2;
+            else if (!strcmp(optarg, "none")) p.progress_mode = 3;
+            else {
+                free(sets);
+                return sn_cli_usage_error("simulate", "--progress '%s': expected auto, bar, "
+                                          "plain or none", optarg);
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            free(sets);
+            return SN_EXIT_OK;
+        default:
+            free(sets);
+            if (optopt)
+                return sn_cli_usage_error("simulate", "option '-%c' is unknown or lacks its "
+                                          "value", optopt);
+            return sn_cli_usage_error("simulate", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) {
+        free(sets);
+        return sn_cli_usage_error("simulate", "unexpected argument '%s'", argv[optind]);
+    }
+    if (!recipe_path) {
+        free(sets);
+        return sn_cli_usage_error("simulate", "--recipe is required");
+    }
+    struct sn_err err = {0};
+    cJSON *recipe = NULL;
+    char out_buf[1024];
+    if (sn_recipe_load(recipe_path, sets, n_sets, &recipe, &err)) {
+        free(sets);
+        return sn_cli_fail("simulate", &err);
+    }
+    free(sets);
+    if (!out) {
+        const cJSON *od = cJSON_GetObjectItemCaseSensitive(recipe, "out_dir");
+        if (!cJSON_IsString(od)) {
+            cJSON_Delete(recipe);
+            return sn_cli_usage_error("simulate", "-o DIR is required (the recipe has no "
+                                      "out_dir)");
+        }
+        snprintf(out_buf, sizeof out_buf, "%s/trajectories", od->valuestring);
+        out = out_buf;
+    }
+    p.out_dir = out;
+    p.cancel = &cancel_flag;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct sn_simulate_report rep;
+    int rc = sn_simulate_run(recipe, &p, &rep, &err);
+    cJSON_Delete(recipe);
+    if (rc) {
+        status = sn_cli_fail("simulate", &err);
+    } else {
+        fprintf(stderr, "simulate: %llu debates planned for shard %d/%d, %llu written now, %llu "
+                "already present -> %s\n", (unsigned long long)rep.planned, p.shard_index,
+                p.shard_count, (unsigned long long)rep.done, (unsigned long long)rep.skipped,
+                rep.traj_path);
+    }
+    return status;
 }

@@ -1,0 +1,260 @@
+/* data/question.c: question sets: ownership, the recipe's dataset spec, subject filters and
+** seeded sampling (data/question.h; docs/parts/simulate.md#datasets). The on-disk formats are
+** read by data/datasets.c, the built-in generator lives in data/synthetic.c. */
+#include "data/question.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *sn_task_name(enum sn_task t) { return t == SN_TASK_MC ? "mc" : "numeric"; }
+
+void sn_question_clear(struct sn_question *q)
+{
+    if (!q)
+        return;
+    sn_free(q->id);
+    sn_free(q->dataset);
+    sn_free(q->subject);
+    sn_free(q->question);
+    for (size_t i = 0; i < q->n_options; i++)
+        sn_free(q->options[i]);
+    sn_free(q->options);
+    sn_free(q->gold);
+    sn_free(q->gold_explanation);
+    memset(q, 0, sizeof *q);
+}
+
+void sn_qset_free(struct sn_qset *qs)
+{
+    if (!qs)
+        return;
+    for (size_t i = 0; i < qs->n; i++)
+        sn_question_clear(&qs->items[i]);
+    sn_free(qs->items);
+    sn_free(qs);
+}
+
+/* Deep copy of q appended to qs. */
+int sn_qset_push(struct sn_qset *qs, const struct sn_question *q, struct sn_err *err)
+{
+    if (q->n_options > SN_OPTIONS_MAX)
+        return sn_err_set(err, SN_E_FORMAT, "%s: %zu options (at most %d supported)",
+                          q->id ? q->id : "item", q->n_options, SN_OPTIONS_MAX);
+    if ((qs->n & (qs->n - 1)) == 0) { /* grow at powers of two */
+        size_t cap = qs->n ? qs->n * 2 : 16, bytes;
+        if (!sn_mul_ok(cap, sizeof *qs->items, &bytes))
+            return sn_err_set(err, SN_E_NOMEM, "question set too large");
+        struct sn_question *p = sn_realloc(qs->items, bytes);
+        if (!p)
+            return sn_err_set(err, SN_E_NOMEM, "out of memory adding questions");
+        qs->items = p;
+    }
+    struct sn_question *d = &qs->items[qs->n];
+    memset(d, 0, sizeof *d);
+    d->task = q->task;
+    d->id = sn_strdup(q->id ? q->id : "");
+    d->dataset = sn_strdup(q->dataset ? q->dataset : "");
+    d->subject = q->subject ? sn_strdup(q->subject) : NULL;
+    d->question = sn_strdup(q->question ? q->question : "");
+    d->gold = sn_strdup(q->gold ? q->gold : "");
+    d->gold_explanation = q->gold_explanation ? sn_strdup(q->gold_explanation) : NULL;
+    bool ok = d->id && d->dataset && d->question && d->gold && (!q->subject || d->subject) &&
+              (!q->gold_explanation || d->gold_explanation);
+    if (ok && q->n_options) {
+        d->options = sn_calloc(q->n_options, sizeof *d->options);
+        ok = d->options != NULL;
+        if (ok) {
+            d->n_options = q->n_options;
+            for (size_t i = 0; i < q->n_options && ok; i++) {
+                d->options[i] = sn_strdup(q->options[i]);
+                ok = d->options[i] != NULL;
+            }
+        }
+    }
+    if (!ok) {
+        sn_question_clear(d);
+        return sn_err_set(err, SN_E_NOMEM, "out of memory adding questions");
+    }
+    qs->n++;
+    return SN_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static const char *const spec_keys[] = {"kind", "path", "n", "seed", "subjects", "name",
+                                        "numeric_share", "cop_base", NULL};
+
+static const char *const kinds[] = {"mmlu", "commonsenseqa", "gsm8k", "truthfulqa", "medmcqa",
+                                    "jsonl", "synthetic", NULL};
+
+static int subject_matches(const cJSON *subjects, const char *subject)
+{
+    if (!subjects)
+        return 1;
+    if (!subject)
+        return 0;
+    if (cJSON_IsString(subjects))
+        return strcmp(subjects->valuestring, subject) == 0;
+    const cJSON *s;
+    cJSON_ArrayForEach(s, subjects)
+    {
+        if (cJSON_IsString(s) && strcmp(s->valuestring, subject) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int sn_qset_load(const cJSON *spec, const char *where, size_t limit, struct sn_qset **out,
+                 struct sn_err *err)
+{
+    *out = NULL;
+    if (!cJSON_IsObject(spec))
+        return sn_err_set(err, SN_E_ARG, "recipe: '%s' must be an object like "
+                          "{\"kind\":\"synthetic\",\"n\":20}", where);
+    int rc = sn_recipe_check_keys(spec, where, spec_keys, err);
+    if (rc)
+        return rc;
+    const char *kind, *path, *name;
+    int64_t n, seed;
+    double numeric_share;
+    if ((rc = sn_json_get_string(spec, where, "kind", NULL, &kind, err)) ||
+        (rc = sn_json_get_string(spec, where, "path", NULL, &path, err)) ||
+        (rc = sn_json_get_int(spec, where, "n", 0, &n, err)) ||
+        (rc = sn_json_get_int(spec, where, "seed", 0, &seed, err)) ||
+        (rc = sn_json_get_double(spec, where, "numeric_share", 0.5, &numeric_share, err)))
+        return rc;
+    if (!kind)
+        return sn_err_set(err, SN_E_ARG, "recipe: '%s.kind' is missing (one of mmlu, "
+                          "commonsenseqa, gsm8k, truthfulqa, medmcqa, jsonl, synthetic)", where);
+    bool known = false;
+    for (const char *const *k = kinds; *k; k++)
+        known = known || strcmp(*k, kind) == 0;
+    if (!known)
+        return sn_err_set(err, SN_E_ARG, "recipe: '%s.kind' = '%s' is not a dataset kind "
+                          "(mmlu, commonsenseqa, gsm8k, truthfulqa, medmcqa, jsonl, synthetic)",
+                          where, kind);
+    if (n < 0)
+        return sn_err_set(err, SN_E_ARG, "recipe: '%s.n' must be >= 0", where);
+    const cJSON *subjects = cJSON_GetObjectItemCaseSensitive(spec, "subjects");
+    if (subjects && !cJSON_IsString(subjects) && !cJSON_IsArray(subjects))
+        return sn_err_set(err, SN_E_ARG, "recipe: '%s.subjects' must be a string or a list "
+                          "of strings", where);
+    if ((rc = sn_json_get_string(spec, where, "name", kind, &name, err)))
+        return rc;
+    size_t want = (size_t)n;
+    if (limit && (want == 0 || limit < want))
+        want = limit;
+
+    struct sn_qset *all = sn_calloc(1, sizeof *all);
+    if (!all)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    if (strcmp(kind, "synthetic") == 0) {
+        if (numeric_share < 0.0 || numeric_share > 1.0) {
+            sn_qset_free(all);
+            return sn_err_set(err, SN_E_ARG, "recipe: '%s.numeric_share' must be in [0, 1]",
+                              where);
+        }
+        rc = sn_synthetic_generate(all, want ? want : 20, (uint64_t)seed, numeric_share, name,
+                                   err);
+        if (rc) {
+            sn_qset_free(all);
+            return rc;
+        }
+        *out = all;
+        return SN_OK;
+    }
+    if (!path) {
+        sn_qset_free(all);
+        return sn_err_set(err, SN_E_ARG, "recipe: '%s.path' is missing: the %s dataset is read "
+                          "from files you supply (see docs/parts/simulate.md#datasets)",
+                          where, kind);
+    }
+    const char *suffixes_csv[] = {".csv", ".jsonl", ".json", NULL};
+    const char *suffixes_json[] = {".jsonl", ".json", NULL};
+    char **paths = NULL;
+    size_t n_paths = 0;
+    rc = sn_paths_expand(&path, 1, strcmp(kind, "mmlu") == 0 ? suffixes_csv : suffixes_json,
+                         &paths, &n_paths, err);
+    if (!rc && n_paths == 0)
+        rc = sn_err_set(err, SN_E_IO, "%s: no dataset files found (%s.path)", path, where);
+    for (size_t i = 0; !rc && i < n_paths; i++)
+        rc = sn_dataset_read_file(kind, paths[i], name, spec, all, err);
+    sn_paths_free(paths, n_paths);
+    if (rc) {
+        sn_qset_free(all);
+        return rc;
+    }
+    /* ids must be unique: they key resume and trajectory ids */
+    if (all->n > 1) {
+        char **ids = sn_malloc(all->n * sizeof *ids);
+        if (!ids) {
+            sn_qset_free(all);
+            return sn_err_set(err, SN_E_NOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < all->n; i++)
+            ids[i] = all->items[i].id;
+        qsort(ids, all->n, sizeof *ids, cmp_str);
+        for (size_t i = 1; i < all->n; i++) {
+            if (strcmp(ids[i - 1], ids[i]) == 0) {
+                rc = sn_err_set(err, SN_E_FORMAT, "%s: duplicate item id '%s'", path, ids[i]);
+                break;
+            }
+        }
+        sn_free(ids);
+        if (rc) {
+            sn_qset_free(all);
+            return rc;
+        }
+    }
+    /* subject filter, then seeded sample kept in file order */
+    size_t n_keep = 0;
+    size_t *idx = sn_malloc((all->n ? all->n : 1) * sizeof *idx);
+    if (!idx) {
+        sn_qset_free(all);
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < all->n; i++)
+        if (subject_matches(subjects, all->items[i].subject))
+            idx[n_keep++] = i;
+    if (n_keep == 0) {
+        sn_free(idx);
+        sn_qset_free(all);
+        return sn_err_set(err, SN_E_FORMAT, "%s: no items%s", path,
+                          subjects ? " match the subject filter" : "");
+    }
+    if (want && want < n_keep) {
+        struct sn_rng rng;
+        sn_rng_seed(&rng, sn_seed_derive((uint64_t)seed, "dataset-sample", 0));
+        for (size_t i = 0; i < want; i++) { /* partial Fisher–Yates */
+            size_t j = i + (size_t)sn_rng_below(&rng, n_keep - i);
+            size_t t = idx[i];
+            idx[i] = idx[j];
+            idx[j] = t;
+        }
+        n_keep = want;
+        /* back to file order */
+        for (size_t i = 1; i < n_keep; i++) {
+            size_t v = idx[i], j = i;
+            while (j > 0 && idx[j - 1] > v) {
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = v;
+        }
+    }
+    struct sn_qset *res = sn_calloc(1, sizeof *res);
+    rc = res ? SN_OK : sn_err_set(err, SN_E_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n_keep; i++)
+        rc = sn_qset_push(res, &all->items[idx[i]], err);
+    sn_free(idx);
+    sn_qset_free(all);
+    if (rc) {
+        sn_qset_free(res);
+        return rc;
+    }
+    *out = res;
+    return SN_OK;
+}
