@@ -25,16 +25,26 @@ void sn_tokenizer_free(struct sn_tokenizer *tok);                 /* NULL is fin
 int  sn_tokenizer_encode(const struct sn_tokenizer *tok, const char *text, size_t len,
                          struct sn_ids *out, struct sn_err *err);
 /* Decodes ids into a new NUL-terminated string (*text, caller frees with sn_free). An id out
-** of range is an error naming its position. */
+** of range is an error naming its position. The result is the tokens' raw bytes (added tokens
+** give their text): decode(encode(x)) == NFC(x) for valid UTF-8 x, and == x when x is in NFC
+** (when the tokenizer.json has no normalizer, always x). An arbitrary id sequence may cut a
+** UTF-8 character in two; its bytes are returned as they are (HF would show U+FFFD). */
 int  sn_tokenizer_decode(const struct sn_tokenizer *tok, const int32_t *ids, size_t n,
                          char **text, size_t *len, struct sn_err *err);
 size_t sn_tokenizer_vocab_size(const struct sn_tokenizer *tok);  /* incl. added tokens */
-/* Id of an exact token string (added tokens included), or -1. */
+/* Id of an exact token string (added tokens included), or -1. The token is given as its raw
+** text ("<|im_end|>", " the"), not in ByteLevel's alphabet ("Ġthe"). */
 int32_t sn_tokenizer_token_id(const struct sn_tokenizer *tok, const char *token);
+/* True when id is an added token marked "special" in the tokenizer.json. */
+bool sn_tokenizer_is_special(const struct sn_tokenizer *tok, int32_t id);
 /* SHA-256 (hex) of the tokenizer.json bytes: the identity recorded in shards. Borrowed. */
 const char *sn_tokenizer_hash(const struct sn_tokenizer *tok);
-/* Writes the byte-level tokenizer of the tiny demo model (256 byte tokens, a few merges,
-** the ChatML special tokens) in tokenizer.json format, atomically. */
+/* Writes the byte-level tokenizer of the tiny demo model in tokenizer.json format, atomically:
+** SN_TOKENIZER_DEMO_VOCAB = 512 ids = 256 byte tokens (ids 0-255, byte b has id b) + 253
+** merges learned deterministically from a built-in English text (ids 256-508) + the ChatML
+** special tokens <|endoftext|> 509, <|im_start|> 510, <|im_end|> 511. Same layout as Qwen2's
+** (NFC, Qwen2 split regex, ByteLevel), loaded by sn_tokenizer_open like any other. */
+#define SN_TOKENIZER_DEMO_VOCAB 512
 int  sn_tokenizer_write_demo(const char *path, struct sn_err *err);
 
 #endif
