@@ -1,0 +1,14 @@
+# tests/openai.cmake: extra registration for the `openai` backend tests (data/sim/openai.c).
+# test_data_openai_unit and test_data_openai_http are picked up by the test_*.c glob; the HTTP
+# test starts tests/servers/fake_openai.py (Debian's /usr/bin/python3, standard library only)
+# and must finish well inside a minute.
+if(TEST test_data_openai_http)
+  set_tests_properties(test_data_openai_http PROPERTIES TIMEOUT 90 LABELS "openai")
+endif()
+if(TEST test_data_openai_unit)
+  set_tests_properties(test_data_openai_unit PROPERTIES LABELS "openai")
+endif()
+# The fake server itself must at least compile and answer --help.
+add_test(NAME openai_fake_server_help
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/servers/fake_openai.py --help)
+set_tests_properties(openai_fake_server_help PROPERTIES LABELS "openai;noasan" TIMEOUT 30)
