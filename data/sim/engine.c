@@ -485,6 +485,10 @@ static int speak(struct debate *d, int k, int t, struct sn_err *err)
                   ((uint64_t)t << 32) | ((uint64_t)k << 8) | (uint64_t)v, &rep, err);
         if (rc)
             return sn_err_wrap(err, "interceptor %d on edge %d->%d, round %d", ic, k, v, t);
+        if (strcmp(rep.text, me->text) == 0) { /* passed on unchanged: not a tampered copy */
+            sn_llm_reply_free(&rep);
+            continue;
+        }
         me->deliv[v].text = rep.text;
         parse_into(d, rep.text, me->deliv[v].answer, &me->deliv[v].parsed);
     }
@@ -556,7 +560,10 @@ static int write_msg(struct debate *d, const struct msg *m, int k, struct sn_buf
     }
     if (m->n_candidates > 1)
         PRINTF(",\"candidates\":%d", m->n_candidates);
-    if (m->deliv) {
+    bool any = false;
+    for (int v = 0; m->deliv && v < d->n; v++)
+        any = any || m->deliv[v].text != NULL;
+    if (any) {
         PUTS(",\"tampered\":true,\"deliveries\":[");
         bool first = true;
         for (int v = 0; v < d->n; v++) {

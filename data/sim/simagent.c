@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct sim_backend {
     struct sn_llm_backend base; /* first member (backend.h contract) */
@@ -34,7 +35,10 @@ struct sim_backend {
     double      comp_values[32];
     int         n_comp;
     char        names_store[32][64];
-    _Atomic uint64_t requests, completed, prompt_tokens, completion_tokens;
+    double      delay_ms;   /* simulated latency per request (pipeline tests, benchmarks) */
+    int64_t     fail_calls; /* fault injection: the first fail_calls requests fail */
+    _Atomic uint64_t requests, completed, failed, prompt_tokens, completion_tokens;
+    _Atomic int in_flight;
 };
 
 /* ---- persuasion ---- */
@@ -522,7 +526,23 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
     struct sim_backend *sb = (struct sim_backend *)bb;
     const struct sn_sim_hint *h = req->sim_hint;
     double t0 = sn_now();
-    atomic_fetch_add(&sb->requests, 1);
+    uint64_t nth = atomic_fetch_add(&sb->requests, 1);
+    sb->base.stats.requests = nth + 1;
+    if ((int64_t)nth < sb->fail_calls) {
+        atomic_fetch_add(&sb->failed, 1);
+        sb->base.stats.failed = atomic_load(&sb->failed);
+        return sn_err_set(err, SN_E_BACKEND, "sim: injected failure %llu of %lld (fail_calls)",
+                          (unsigned long long)nth + 1, (long long)sb->fail_calls);
+    }
+    if (sb->delay_ms > 0) {
+        atomic_fetch_add(&sb->in_flight, 1);
+        sb->base.stats.in_flight = atomic_load(&sb->in_flight);
+        struct timespec ts = {(time_t)(sb->delay_ms / 1000),
+                              (long)(fmod(sb->delay_ms, 1000.0) * 1e6)};
+        nanosleep(&ts, NULL);
+        atomic_fetch_sub(&sb->in_flight, 1);
+        sb->base.stats.in_flight = atomic_load(&sb->in_flight);
+    }
     if (!h || h->magic != SN_SIM_HINT_MAGIC || !h->q)
         return sn_err_set(err, SN_E_ARG, "sim backend: request has no sim_hint (the sim agents "
                           "answer debate-engine requests only)");
@@ -615,7 +635,10 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
     out->text = b.data;
     out->prompt_tokens = (int)(prompt_chars(req) / 4);
     out->completion_tokens = (int)(b.len / 4);
-    out->latency_ms = (sn_now() - t0) * 1e3;
+    /* the simulated latency, not the wall time: sim trajectories are byte-for-byte
+    ** reproducible */
+    out->latency_ms = sb->delay_ms;
+    (void)t0;
     out->attempts = 1;
     out->cached = false;
     atomic_fetch_add(&sb->completed, 1);
@@ -637,7 +660,8 @@ int sn_llm_sim_open(const cJSON *config, struct sn_llm_backend **out, struct sn_
     static const char *const keys[] = {"kind", "model", "competence", "competence_by_dataset",
                                        "self_weight", "reflect_weight", "consensus_weight",
                                        "truth_weight", "sway", "reresolve",
-                                       "injection_susceptibility", NULL};
+                                       "injection_susceptibility", "delay_ms", "fail_calls",
+                                       NULL};
     *out = NULL;
     const char *where = "endpoint(sim)";
     int rc = sn_recipe_check_keys(config, where, keys, err);
@@ -658,9 +682,16 @@ int sn_llm_sim_open(const cJSON *config, struct sn_llm_backend **out, struct sn_
         (rc = sn_json_get_double(config, where, "reresolve", 0.05, &sb->reresolve, err)) ||
         (rc = sn_json_get_double(config, where, "injection_susceptibility", 0.2, &sb->inj_susc,
                                  err)) ||
+        (rc = sn_json_get_double(config, where, "delay_ms", 0.0, &sb->delay_ms, err)) ||
+        (rc = sn_json_get_int(config, where, "fail_calls", 0, &sb->fail_calls, err)) ||
         (rc = sn_json_get_string(config, where, "model", "sim", &model, err))) {
         sn_free(sb);
         return rc;
+    }
+    if (!(sb->delay_ms >= 0.0 && sb->delay_ms <= 600000.0) || sb->fail_calls < 0) {
+        sn_free(sb);
+        return sn_err_set(err, SN_E_ARG, "%s: delay_ms must be in [0, 600000] and fail_calls "
+                          ">= 0", where);
     }
     double probs[] = {sb->competence, sb->reresolve, sb->inj_susc};
     for (int i = 0; i < 3; i++)
