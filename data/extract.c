@@ -18,15 +18,19 @@
 static bool is_alnum_c(char c) { return isalnum((unsigned char)c) != 0; }
 static bool is_digit_c(char c) { return c >= '0' && c <= '9'; }
 
-/* Case-insensitive search for an ASCII needle. */
+static char lc(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
+
+/* Case-insensitive search for an ASCII needle (lower-case, non-empty). */
 static const char *ci_find(const char *hay, const char *needle)
 {
-    size_t m = strlen(needle);
+    char n0 = needle[0];
     for (const char *p = hay; *p; p++) {
-        size_t k = 0;
-        while (k < m && p[k] && tolower((unsigned char)p[k]) == tolower((unsigned char)needle[k]))
+        if (lc(*p) != n0)
+            continue;
+        size_t k = 1;
+        while (needle[k] && lc(p[k]) == needle[k])
             k++;
-        if (k == m)
+        if (!needle[k])
             return p;
     }
     return NULL;

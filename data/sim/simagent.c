@@ -51,25 +51,35 @@ static const char *const cues[] = {
     "experience", "consensus"};
 enum { N_CUES = sizeof cues / sizeof cues[0] };
 
+static char lc(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
+static bool is_alpha_ascii(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
 double sn_sim_persuasion(const char *text)
 {
     if (!text)
         return 0.0;
+    uint32_t first[26] = {0}; /* cues by first letter */
+    for (int i = 0; i < N_CUES; i++)
+        first[cues[i][0] - 'a'] |= 1u << i;
     uint32_t seen = 0;
     int count = 0;
-    /* one pass: at each word start, compare against cues (cheap first-letter filter) */
+    bool word_start = true;
     for (const char *p = text; *p; p++) {
-        if (p != text && isalpha((unsigned char)p[-1]))
+        bool alpha = is_alpha_ascii(*p);
+        if (!alpha || !word_start) {
+            word_start = !alpha;
             continue;
-        char c = (char)tolower((unsigned char)*p);
-        for (int i = 0; i < N_CUES; i++) {
-            if (cues[i][0] != c || (seen >> i) & 1)
-                continue;
-            size_t L = strlen(cues[i]);
+        }
+        word_start = false;
+        uint32_t m = first[lc(*p) - 'a'] & ~seen;
+        while (m) {
+            int i = __builtin_ctz(m);
+            m &= m - 1;
+            const char *c = cues[i];
             size_t k = 1;
-            while (k < L && p[k] && tolower((unsigned char)p[k]) == cues[i][k])
+            while (c[k] && lc(p[k]) == c[k])
                 k++;
-            if (k == L) {
+            if (!c[k]) {
                 seen |= 1u << i;
                 count++;
             }
