@@ -178,6 +178,9 @@ int sn_qset_load(const cJSON *spec, const char *where, size_t limit, struct sn_q
     size_t n_paths = 0;
     rc = sn_paths_expand(&path, 1, strcmp(kind, "mmlu") == 0 ? suffixes_csv : suffixes_json,
                          &paths, &n_paths, err);
+    if (rc)
+        sn_err_wrap(err, "%s.path (the %s files are yours to supply; see "
+                    "docs/parts/simulate.md#datasets)", where, kind);
     if (!rc && n_paths == 0)
         rc = sn_err_set(err, SN_E_IO, "%s: no dataset files found (%s.path)", path, where);
     for (size_t i = 0; !rc && i < n_paths; i++)
