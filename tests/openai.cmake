@@ -5,6 +5,9 @@
 if(TEST test_data_openai_http)
   set_tests_properties(test_data_openai_http PROPERTIES TIMEOUT 90 LABELS "openai")
 endif()
+if(TEST test_data_openai_simulate) # runs $SENTINEL_BIN simulate against the fake server
+  set_tests_properties(test_data_openai_simulate PROPERTIES TIMEOUT 90 LABELS "openai")
+endif()
 if(TEST test_data_openai_unit)
   set_tests_properties(test_data_openai_unit PROPERTIES LABELS "openai")
 endif()

@@ -24,7 +24,7 @@ struct fake_server {
 };
 
 /* Starts the fake server (lifetime bounded by `lifetime_s`), waits for its port. 0 on success. */
-static int fake_start(struct fake_server *s, const char *dir, double latency_ms,
+static inline int fake_start(struct fake_server *s, const char *dir, double latency_ms,
                       double lifetime_s)
 {
     memset(s, 0, sizeof *s);
@@ -70,7 +70,7 @@ static int fake_start(struct fake_server *s, const char *dir, double latency_ms,
     return -1;
 }
 
-static void fake_stop(struct fake_server *s)
+static inline void fake_stop(struct fake_server *s)
 {
     if (s->pid > 0) {
         kill(s->pid, SIGTERM);
@@ -79,7 +79,7 @@ static void fake_stop(struct fake_server *s)
     }
 }
 
-static size_t fake_sink(char *p, size_t size, size_t n, void *ud)
+static inline size_t fake_sink(char *p, size_t size, size_t n, void *ud)
 {
     struct sn_err e = { 0 };
     sn_buf_append(ud, p, size * n, &e);
@@ -87,7 +87,7 @@ static size_t fake_sink(char *p, size_t size, size_t n, void *ud)
 }
 
 /* GET or POST (post != 0) a control path; the body as JSON (caller cJSON_Delete) or NULL. */
-static cJSON *fake_call(const struct fake_server *s, const char *path, int post)
+static inline cJSON *fake_call(const struct fake_server *s, const char *path, int post)
 {
     char url[256];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s", s->port, path);
@@ -110,7 +110,7 @@ static cJSON *fake_call(const struct fake_server *s, const char *path, int post)
 }
 
 /* A number from /stats ("hits", "max_concurrent", "current"); -1 on failure. */
-static int fake_stat(const struct fake_server *s, const char *field)
+static inline int fake_stat(const struct fake_server *s, const char *field)
 {
     cJSON *j = fake_call(s, "/stats", 0);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, field);
@@ -119,7 +119,7 @@ static int fake_stat(const struct fake_server *s, const char *field)
     return r;
 }
 
-static void fake_reset(const struct fake_server *s)
+static inline void fake_reset(const struct fake_server *s)
 {
     cJSON_Delete(fake_call(s, "/reset", 1));
 }

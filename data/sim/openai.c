@@ -959,10 +959,14 @@ int sn_llm_openai_open(const cJSON *config, struct sn_llm_backend **out, struct 
     for (int i = 0; i < OA_CACHE_STRIPES; i++)
         pthread_mutex_init(&o->cache_lock[i], NULL);
 
+    /* messages name the endpoint as the recipe does when it is a member of an object
+    ** ("endpoints.big"); sn_recipe_check_keys appends ".key" */
     char where[96] = "endpoint";
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(config, "name");
-    if (cJSON_IsString(name))
-        snprintf(where, sizeof where, "endpoint '%.60s'", name->valuestring);
+    if (config && config->string)
+        snprintf(where, sizeof where, "endpoints.%.60s", config->string);
+    else if (cJSON_IsString(name))
+        snprintf(where, sizeof where, "endpoints.%.60s", name->valuestring);
     int rc;
     if (!cJSON_IsObject(config)) {
         rc = sn_err_set(err, SN_E_ARG, "recipe: an openai endpoint must be a JSON object");
