@@ -104,6 +104,8 @@ static bool scan_number(const char *s, size_t i, double *v, size_t *end)
             if (s[e2] != '}' || b == 0.0)
                 return false;
             *v = sign * a / b;
+            if (!isfinite(*v))
+                return false;
             *end = e2 + 1;
             return true;
         }
@@ -191,6 +193,8 @@ static bool scan_number(const char *s, size_t i, double *v, size_t *end)
     } else if (s[p] == '\\' && s[p + 1] == '%') {
         p += 2;
     }
+    if (!isfinite(a))
+        return false; /* "5e555": not a usable answer */
     *v = sign * a;
     *end = p;
     return true;
@@ -452,7 +456,7 @@ static int extract_letter(const char *s, size_t n_opt)
     /* last (X) or [X] */
     {
         int last = -1;
-        for (size_t i = 1; s[i]; i++) {
+        for (size_t i = 1; s[0] && s[i]; i++) {
             if ((s[i - 1] == '(' && s[i + 1] == ')') || (s[i - 1] == '[' && s[i + 1] == ']')) {
                 int kk = letter_at(s, i, n_opt, false);
                 if (kk >= 0)

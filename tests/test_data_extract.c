@@ -132,6 +132,7 @@ static const struct ex table[] = {
     NUM("result = 7.", "7"),
     NUM("The result is 1e5", "100000"),
     NUM("about 2.5E-3 of it", "0.0025"),
+    NUM("The answer is 5e555", NULL),            /* overflows to inf: not an answer */
     NUM("x = -3", "-3"),
     NUM("Answer: 1/0", "1"),                   /* division by zero is not a fraction */
     NUM("#### 1,000,000", "1000000"),
