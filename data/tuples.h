@@ -1,5 +1,144 @@
-/* data/tuples.h: placeholder; its owner fills it in. */
+/* data/tuples.h: (context, chosen, rejected, reference) tuples from debate trajectories, and
+** `sentinel build` as a library call (DESIGN.md §4 "Tuple", §5 "Shard"; the shard layout and
+** the selection rules are specified in docs/parts/shard.md).
+**
+** For every round r of every trajectory:
+**   context   = task (question + lettered options) + condensed history of rounds < r: one
+**               entry per message, "Round t, agent k (answer X): <first sentence(s)>"
+**               (extractive; an LLM summary hook exists in the params, not wired to the CLI);
+**   chosen    = round r's messages whose own parsed answer is the gold answer, from agents
+**               whose role is honest;
+**   rejected  = adversary (and interceptor) messages of round r; AITM-tampered deliveries of
+**               round r (the rewritten copies); honest messages whose answer is wrong;
+**   reference = the dataset's gold explanation, else a sentence built from the gold answer
+**               (a reference-model hook exists in the params, not wired to the CLI);
+**               it ends with "FINAL ANSWER: <gold>" like the agents' messages.
+** Negatives are ordered hardest first (enum sn_rejected_kind order): adversary and tampered
+** messages, then honest agents that were misled (their wrong answer is the adversarial target,
+** or they held the gold answer in an earlier round), then other wrong answers.
+** Pairs: every (chosen, rejected) pair of the round, hardest negatives first; or at most
+** max_pairs per round: the hardest first, ties broken by a seeded shuffle.
+** Duplicates (same SHA-256 of the four texts) are dropped, the first one kept. The split is a
+** function of the trajectory id alone (sn_tuples_split), so one debate never spans splits.
+** Ownership: builders own their state; tuples passed to callbacks are borrowed for the call. */
 #ifndef SN_DATA_TUPLES_H
 #define SN_DATA_TUPLES_H
 #include "common/common.h"
+#include "data/shard.h"
+#include "data/trajectory.h"
+#include "tokenizer/template.h"
+
+#define SN_TUPLES_BUILDER_ID "sentinel-tuples/1" /* the selection rules above, versioned */
+
+enum sn_rejected_kind { SN_REJ_ADVERSARY, SN_REJ_TAMPERED, SN_REJ_MISLED, SN_REJ_WRONG,
+                        SN_REJ_COUNT };
+const char *sn_rejected_kind_name(enum sn_rejected_kind k); /* "adversary", "tampered", ... */
+
+/* Counters of what was read, made and skipped (and why). Append only. */
+enum sn_tuples_count {
+    SN_TC_TRAJECTORIES,    /* trajectories read */
+    SN_TC_ROUNDS,          /* rounds looked at */
+    SN_TC_TUPLES,          /* tuples emitted (after de-duplication) */
+    SN_TC_BAD_LINES,       /* malformed lines skipped (--skip-bad) */
+    SN_TC_NO_CHOSEN,       /* rounds without a correct honest message */
+    SN_TC_NO_REJECTED,     /* rounds without a negative */
+    SN_TC_UNPARSED,        /* honest messages without a parsed answer (neither side) */
+    SN_TC_EMPTY,           /* messages or deliveries with empty text */
+    SN_TC_CAPPED,          /* pairs beyond max_pairs in their round */
+    SN_TC_DUPLICATE,       /* tuples equal to an earlier one */
+    SN_TC_TASK_TOO_LONG,   /* trajectories whose task leaves no room in max_len */
+    SN_TC_NO_TUPLES,       /* trajectories that gave no tuple at all */
+    SN_TC_COUNT
+};
+const char *sn_tuples_count_name(enum sn_tuples_count k); /* "no_chosen", ... (JSON keys) */
+
+struct sn_tuples_params {
+    size_t   max_pairs;            /* per round; 0 = all pairs */
+    uint64_t seed;                 /* for the max_pairs sample */
+    double   validation_fraction;  /* default 0.05 */
+    double   test_fraction;        /* default 0.05 */
+    uint64_t split_seed;           /* salt of the split hash; default 0 */
+    size_t   history_sentences;    /* sentences per history entry; default 1 */
+    size_t   history_chars;        /* cap per history entry, in bytes; default 300 */
+    bool     dedup;                /* default true */
+    /* Hooks, NULL = the built-in extractive summary / dataset-or-templated reference. A
+    ** summarize hook appends history entries for round `round` (one string each, oldest
+    ** first) to *entries and *n (strings allocated with sn_malloc; the builder frees them). */
+    int (*summarize)(void *user, const struct sn_traj *t, size_t round, char ***entries,
+                     size_t *n, struct sn_err *err);
+    int (*reference)(void *user, const struct sn_traj *t, struct sn_buf *out,
+                     struct sn_err *err);
+    void *user;
+};
+struct sn_tuples_params sn_tuples_default_params(void);
+
+/* One tuple before tokenization. Everything is borrowed for the duration of the callback. */
+struct sn_tuple {
+    struct sn_prompt     prompt;   /* task + history entries (template input) */
+    const char          *text[SN_FIELD_COUNT]; /* context = sn_template_context(prompt) */
+    struct sn_tuple_meta meta;     /* split and sha256 set; cut_* zero */
+    enum sn_rejected_kind kind;
+};
+typedef int (*sn_tuple_fn)(void *user, const struct sn_tuple *t, struct sn_err *err);
+
+/* The split of a trajectory: u = first 8 bytes (big-endian) of
+** SHA-256("sentinel-split/1\n<split_seed>\n<id>") / 2^64; train when u < 1 - v - t,
+** validation when u < 1 - t, else test. */
+enum sn_split sn_tuples_split(const char *trajectory_id, const struct sn_tuples_params *p);
+/* SHA-256 (hex) of the four texts, each preceded by its byte length as 8 bytes
+** little-endian (so no two different tuples share a preimage). */
+void sn_tuples_hash(const char *const text[SN_FIELD_COUNT], char hex[65]);
+/* Task text: "Question: <q>" and, for multiple choice, "\nOptions:\nA. <o0>\nB. <o1>...". */
+int sn_tuples_task(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err);
+
+struct sn_tuples;
+int  sn_tuples_create(const struct sn_tuples_params *p, struct sn_tuples **out,
+                      struct sn_err *err);
+/* Emits the tuples of one trajectory through fn (rounds in order, pairs in pairing order,
+** duplicates dropped); fn's failure stops and is returned. */
+int  sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, void *user,
+                   struct sn_err *err);
+/* Counts so far (SN_TC_COUNT entries); the caller may add to them (e.g. bad lines). */
+uint64_t *sn_tuples_counts(struct sn_tuples *b);
+void sn_tuples_free(struct sn_tuples *b); /* NULL is fine */
+
+/* ---- sentinel build -------------------------------------------------------------------- */
+
+struct sn_build_progress {
+    uint64_t tuples;               /* emitted so far in this run (resumed ones included) */
+    uint64_t tokenized;            /* of which tokenized in this run */
+    uint64_t trajectories;
+    const uint64_t *counts;        /* SN_TC_COUNT entries */
+};
+
+struct sn_build_params {
+    const char *const *inputs;     /* files or directories (*.jsonl, *.jsonl.gz) */
+    size_t      n_inputs;
+    const char *out_dir;
+    const char *tokenizer_path;
+    size_t      max_len;           /* default 1024 */
+    size_t      shard_size;        /* tuples per shard; default 4096 */
+    int         deflate_level;     /* default 4 */
+    bool        skip_bad;          /* count and skip malformed lines instead of failing */
+    struct sn_tuples_params tuples;
+    /* Called after every tuple; a non-zero return cancels the build (SN_E_CANCELLED). */
+    int  (*progress)(void *user, const struct sn_build_progress *p);
+    void *user;
+};
+struct sn_build_params sn_build_default_params(void);
+
+struct sn_build_report {
+    uint64_t counts[SN_TC_COUNT];
+    int64_t  per_split[SN_SPLIT_COUNT];
+    size_t   n_shards;
+    size_t   n_inputs;
+    bool     resumed;              /* an interrupted build in out_dir was continued */
+    bool     was_complete;         /* out_dir already held this build, finished */
+};
+
+/* Trajectories -> tokenized shards + manifest.json in out_dir (resumable: re-running after a
+** kill continues and gives byte-identical shards and manifest). */
+int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *report,
+                    struct sn_err *err);
+
 #endif

@@ -1,0 +1,829 @@
+/* data/tuples.c: tuple builder and `sentinel build` (data/tuples.h; DESIGN.md §4 "Tuple";
+** selection rules and layout in docs/parts/shard.md). */
+#include "data/tuples.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+static const char *const kind_names[] = {"adversary", "tampered", "misled", "wrong"};
+_Static_assert(sizeof kind_names / sizeof kind_names[0] == SN_REJ_COUNT, "kinds");
+static const char *const count_names[] = {
+    "trajectories", "rounds", "tuples", "bad_lines", "no_chosen", "no_rejected", "unparsed",
+    "empty", "capped", "duplicate", "task_too_long", "no_tuples"};
+_Static_assert(sizeof count_names / sizeof count_names[0] == SN_TC_COUNT, "counts");
+
+const char *sn_rejected_kind_name(enum sn_rejected_kind k)
+{
+    return (unsigned)k < SN_REJ_COUNT ? kind_names[k] : "?";
+}
+
+const char *sn_tuples_count_name(enum sn_tuples_count k)
+{
+    return (unsigned)k < SN_TC_COUNT ? count_names[k] : "?";
+}
+
+/* Hardness rank of a negative: 0 hardest. Adversary and tampered messages share rank 0. */
+static int rank_of(enum sn_rejected_kind k)
+{
+    return k == SN_REJ_ADVERSARY || k == SN_REJ_TAMPERED ? 0 : k == SN_REJ_MISLED ? 1 : 2;
+}
+
+struct sn_tuples_params sn_tuples_default_params(void)
+{
+    struct sn_tuples_params p;
+    memset(&p, 0, sizeof p);
+    p.validation_fraction = 0.05;
+    p.test_fraction = 0.05;
+    p.history_sentences = 1;
+    p.history_chars = 300;
+    p.dedup = true;
+    return p;
+}
+
+enum sn_split sn_tuples_split(const char *trajectory_id, const struct sn_tuples_params *p)
+{
+    struct sn_sha256 h;
+    uint8_t d[32];
+    char salt[64];
+    int n = snprintf(salt, sizeof salt, "sentinel-split/1\n%" PRIu64 "\n", p->split_seed);
+    sn_sha256_init(&h);
+    sn_sha256_update(&h, salt, (size_t)n);
+    sn_sha256_update(&h, trajectory_id, strlen(trajectory_id));
+    sn_sha256_final(&h, d);
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++)
+        x = x << 8 | d[i];
+    double u = (double)(x >> 11) / 9007199254740992.0; /* 53 bits -> [0, 1) exactly */
+    if (u < 1.0 - p->validation_fraction - p->test_fraction)
+        return SN_SPLIT_TRAIN;
+    if (u < 1.0 - p->test_fraction)
+        return SN_SPLIT_VALIDATION;
+    return SN_SPLIT_TEST;
+}
+
+void sn_tuples_hash(const char *const text[SN_FIELD_COUNT], char hex[65])
+{
+    struct sn_sha256 h;
+    uint8_t d[32];
+    sn_sha256_init(&h);
+    for (int f = 0; f < SN_FIELD_COUNT; f++) {
+        uint64_t n = text[f] ? strlen(text[f]) : 0;
+        uint8_t le[8];
+        for (int i = 0; i < 8; i++)
+            le[i] = (uint8_t)(n >> (8 * i));
+        sn_sha256_update(&h, le, 8);
+        if (n)
+            sn_sha256_update(&h, text[f], (size_t)n);
+    }
+    sn_sha256_final(&h, d);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+int sn_tuples_task(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err)
+{
+    int rc = sn_buf_printf(out, err, "Question: %s", t->question ? t->question : "");
+    if (!rc && t->task == SN_TASK_MC && t->n_options > 0) {
+        rc = sn_buf_puts(out, "\nOptions:", err);
+        for (size_t i = 0; i < t->n_options && !rc; i++) {
+            if (i < 26)
+                rc = sn_buf_printf(out, err, "\n%c. %s", (char)('A' + i), t->options[i]);
+            else
+                rc = sn_buf_printf(out, err, "\n%zu. %s", i + 1, t->options[i]);
+        }
+    }
+    return rc;
+}
+
+/* ---- extractive history ------------------------------------------------------------------ */
+
+static bool starts_final_answer(const char *s)
+{
+    return strncasecmp(s, "final answer", 12) == 0;
+}
+
+/* The first n sentences of text (a sentence ends at . ! ? followed by white space or the end,
+** or at a line break), skipping any line that starts with "FINAL ANSWER", newlines folded
+** into spaces, at most cap bytes (cut at a character boundary, marked "..."). */
+static int gist(const char *text, size_t n_sent, size_t cap, struct sn_buf *out,
+                struct sn_err *err)
+{
+    size_t start = out->len, sentences = 0;
+    const char *s = text;
+    bool line_start = true, pending_space = false;
+    int rc = SN_OK;
+    while (*s && sentences < n_sent && !rc) {
+        if (line_start) {
+            while (*s == ' ' || *s == '\t')
+                s++;
+            if (starts_final_answer(s)) {
+                while (*s && *s != '\n')
+                    s++;
+                if (*s)
+                    s++;
+                continue;
+            }
+            line_start = false;
+        }
+        char c = *s++;
+        if (c == '\n' || c == '\r') {
+            line_start = true;
+            if (out->len > start) {
+                sentences++; /* a line break ends a sentence */
+                pending_space = true;
+            }
+            continue;
+        }
+        if (pending_space && c != ' ' && c != '\t') {
+            rc = sn_buf_puts(out, " ", err);
+            pending_space = false;
+        }
+        if (pending_space)
+            continue;
+        if (!rc)
+            rc = sn_buf_append(out, &c, 1, err);
+        if ((c == '.' || c == '!' || c == '?') && (*s == '\0' || *s == ' ' || *s == '\n' ||
+                                                   *s == '\t' || *s == '\r'))
+            sentences++;
+    }
+    size_t len = out->len - start;
+    while (len > 0 && (out->data[start + len - 1] == ' '))
+        len--;
+    if (len > cap) {
+        len = cap;
+        while (len > 0 && (out->data[start + len] & 0xC0) == 0x80)
+            len--;
+        out->len = start + len;
+        if (!rc)
+            rc = sn_buf_puts(out, "...", err);
+    } else {
+        out->len = start + len;
+        if (!rc)
+            rc = sn_buf_append(out, "", 0, err);
+    }
+    return rc;
+}
+
+static int extractive_entry(const struct sn_traj *t, size_t round, const struct sn_traj_msg *m,
+                            const struct sn_tuples_params *p, struct sn_buf *out,
+                            struct sn_err *err)
+{
+    (void)t;
+    int rc = sn_buf_printf(out, err, "Round %zu, agent %d (answer %s): ", round + 1, m->agent,
+                           m->answer ? m->answer : "none");
+    size_t before = out->len;
+    if (!rc)
+        rc = gist(m->text ? m->text : "", p->history_sentences, p->history_chars, out, err);
+    if (!rc && out->len == before)
+        rc = sn_buf_puts(out, "(no reasoning given)", err);
+    return rc;
+}
+
+/* ---- de-duplication set of SHA-256 digests ---------------------------------------------- */
+
+struct digest_set {
+    uint8_t (*v)[32];
+    bool    *used;
+    size_t   cap, n;
+};
+
+static bool hex_to_digest(const char *hex, uint8_t d[32])
+{
+    for (int i = 0; i < 32; i++) {
+        unsigned x;
+        if (sscanf(hex + 2 * i, "%2x", &x) != 1)
+            return false;
+        d[i] = (uint8_t)x;
+    }
+    return true;
+}
+
+static size_t slot_of(const uint8_t d[32], size_t cap)
+{
+    uint64_t k = 0;
+    for (int i = 0; i < 8; i++)
+        k = k << 8 | d[i];
+    return (size_t)(k & (cap - 1));
+}
+
+/* Inserts d; *dup = true when it was there already. */
+static int digest_insert(struct digest_set *s, const uint8_t d[32], bool *dup, struct sn_err *err)
+{
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 1024;
+        uint8_t (*nv)[32] = sn_calloc(nc, 32);
+        bool *nu = sn_calloc(nc, sizeof *nu);
+        if (!nv || !nu) {
+            sn_free(nv);
+            sn_free(nu);
+            return sn_err_set(err, SN_E_NOMEM, "de-duplication set: out of memory");
+        }
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->used[i])
+                continue;
+            size_t j = slot_of(s->v[i], nc);
+            while (nu[j])
+                j = (j + 1) & (nc - 1);
+            memcpy(nv[j], s->v[i], 32);
+            nu[j] = true;
+        }
+        sn_free(s->v);
+        sn_free(s->used);
+        s->v = nv;
+        s->used = nu;
+        s->cap = nc;
+    }
+    size_t j = slot_of(d, s->cap);
+    while (s->used[j]) {
+        if (!memcmp(s->v[j], d, 32)) {
+            *dup = true;
+            return SN_OK;
+        }
+        j = (j + 1) & (s->cap - 1);
+    }
+    memcpy(s->v[j], d, 32);
+    s->used[j] = true;
+    s->n++;
+    *dup = false;
+    return SN_OK;
+}
+
+/* ---- builder ----------------------------------------------------------------------------- */
+
+struct sn_tuples {
+    struct sn_tuples_params p;
+    uint64_t counts[SN_TC_COUNT];
+    struct digest_set seen;
+};
+
+int sn_tuples_create(const struct sn_tuples_params *p, struct sn_tuples **out, struct sn_err *err)
+{
+    *out = NULL;
+    if (p->validation_fraction < 0 || p->test_fraction < 0 ||
+        p->validation_fraction + p->test_fraction > 1.0)
+        return sn_err_set(err, SN_E_ARG, "build: validation_fraction %g + test_fraction %g must "
+                          "be fractions summing to at most 1", p->validation_fraction,
+                          p->test_fraction);
+    struct sn_tuples *b = sn_calloc(1, sizeof *b);
+    if (!b)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    b->p = *p;
+    if (!b->p.history_sentences)
+        b->p.history_sentences = 1;
+    if (!b->p.history_chars)
+        b->p.history_chars = 300;
+    *out = b;
+    return SN_OK;
+}
+
+void sn_tuples_free(struct sn_tuples *b)
+{
+    if (!b)
+        return;
+    sn_free(b->seen.v);
+    sn_free(b->seen.used);
+    sn_free(b);
+}
+
+uint64_t *sn_tuples_counts(struct sn_tuples *b)
+{
+    return b->counts;
+}
+
+struct neg {
+    const char *text;
+    int agent;
+    const char *role;
+    enum sn_rejected_kind kind;
+    size_t order; /* position of discovery: speaking order, deliveries after their message */
+};
+
+struct pair {
+    size_t ci, ri;
+    int rank;
+    uint64_t key;
+};
+
+static int cmp_neg(const void *a, const void *b)
+{
+    const struct neg *x = a, *y = b;
+    int rx = rank_of(x->kind), ry = rank_of(y->kind);
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const struct pair *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->ri != y->ri)
+        return x->ri < y->ri ? -1 : 1;
+    return x->ci < y->ci ? -1 : x->ci > y->ci;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return a && b && !strcmp(a, b);
+}
+
+static bool is_empty(const char *s)
+{
+    if (!s)
+        return true;
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+            return false;
+    return true;
+}
+
+/* The interceptor that rewrote from -> to, or -1. */
+static int interceptor_of(const struct sn_traj *t, int from, int to)
+{
+    int any = -1;
+    for (size_t i = 0; i < t->n_agents; i++) {
+        const struct sn_traj_agent *a = &t->agents[i];
+        if (a->role != SN_ROLE_INTERCEPTOR)
+            continue;
+        if (any < 0)
+            any = a->id;
+        for (size_t k = 0; k < a->n_intercepts; k++)
+            if (a->intercepts[k][0] == from && a->intercepts[k][1] == to)
+                return a->id;
+    }
+    return any;
+}
+
+static enum sn_role role_of(const struct sn_traj *t, int agent)
+{
+    return agent >= 0 && (size_t)agent < t->n_agents ? t->agents[agent].role : SN_ROLE_HONEST;
+}
+
+static int make_reference(const struct sn_tuples *b, const struct sn_traj *t, struct sn_buf *out,
+                          struct sn_err *err)
+{
+    if (b->p.reference)
+        return b->p.reference(b->p.user, t, out, err);
+    const char *gold = t->gold ? t->gold : "";
+    int rc;
+    if (!is_empty(t->gold_explanation)) {
+        rc = sn_buf_puts(out, t->gold_explanation, err);
+        if (!rc && !strstr(t->gold_explanation, "FINAL ANSWER"))
+            rc = sn_buf_printf(out, err, "\nFINAL ANSWER: %s", gold);
+        return rc;
+    }
+    size_t idx = gold[0] >= 'A' && gold[0] <= 'Z' && !gold[1] ? (size_t)(gold[0] - 'A') : SIZE_MAX;
+    if (t->task == SN_TASK_MC && idx < t->n_options)
+        return sn_buf_printf(out, err, "The correct answer is %s (%s).\nFINAL ANSWER: %s", gold,
+                             t->options[idx], gold);
+    return sn_buf_printf(out, err, "The correct answer is %s.\nFINAL ANSWER: %s", gold, gold);
+}
+
+/* History entries of every message of rounds [0, upto), appended to *v (owned strings). */
+struct strvec {
+    char  **v;
+    size_t  n, cap;
+};
+
+static void strvec_free(struct strvec *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        sn_free(s->v[i]);
+    sn_free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+static int strvec_push(struct strvec *s, char *str, struct sn_err *err)
+{
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 16;
+        char **nv = sn_realloc(s->v, nc * sizeof *nv);
+        if (!nv) {
+            sn_free(str);
+            return sn_err_set(err, SN_E_NOMEM, "out of memory");
+        }
+        s->v = nv;
+        s->cap = nc;
+    }
+    s->v[s->n++] = str;
+    return SN_OK;
+}
+
+int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, void *user,
+                  struct sn_err *err)
+{
+    struct sn_buf task = {0}, ref = {0}, ctx = {0}, line = {0};
+    struct strvec hist = {0}, hook = {0};
+    size_t *hist_upto = NULL; /* (n_rounds + 1): entries of rounds < r */
+    struct neg *negs = NULL;
+    const char **chosen = NULL;
+    int *chosen_agent = NULL;
+    struct pair *pairs = NULL;
+    uint64_t before = b->counts[SN_TC_TUPLES];
+    enum sn_split split = sn_tuples_split(t->id, &b->p);
+    int rc = SN_OK;
+    b->counts[SN_TC_TRAJECTORIES]++;
+
+    rc = sn_tuples_task(t, &task, err);
+    if (!rc)
+        rc = make_reference(b, t, &ref, err);
+    hist_upto = sn_calloc(t->n_rounds + 1, sizeof *hist_upto);
+    size_t max_msgs = 0;
+    for (size_t r = 0; r < t->n_rounds; r++) {
+        size_t k = t->rounds[r].n_msgs;
+        for (size_t i = 0; i < t->rounds[r].n_msgs; i++)
+            k += t->rounds[r].msgs[i].n_deliveries;
+        if (k > max_msgs)
+            max_msgs = k;
+    }
+    negs = sn_calloc(max_msgs + 1, sizeof *negs);
+    chosen = sn_calloc(max_msgs + 1, sizeof *chosen);
+    chosen_agent = sn_calloc(max_msgs + 1, sizeof *chosen_agent);
+    if (!rc && (!hist_upto || !negs || !chosen || !chosen_agent))
+        rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+    /* extractive history: entries of all rounds, in order; round r's context is a prefix */
+    for (size_t r = 0; r < t->n_rounds && !rc && !b->p.summarize; r++) {
+        hist_upto[r] = hist.n;
+        for (size_t i = 0; i < t->rounds[r].n_msgs && !rc; i++) {
+            sn_buf_reset(&line);
+            rc = extractive_entry(t, r, &t->rounds[r].msgs[i], &b->p, &line, err);
+            if (!rc) {
+                char *s = sn_strdup(line.data ? line.data : "");
+                rc = s ? strvec_push(&hist, s, err) : sn_err_set(err, SN_E_NOMEM, "out of memory");
+            }
+        }
+    }
+    for (size_t r = 0; r < t->n_rounds && !rc; r++) {
+        const struct sn_traj_round *rd = &t->rounds[r];
+        size_t n_neg = 0, n_ch = 0;
+        b->counts[SN_TC_ROUNDS]++;
+        for (size_t i = 0; i < rd->n_msgs; i++) {
+            const struct sn_traj_msg *m = &rd->msgs[i];
+            enum sn_role role = role_of(t, m->agent);
+            if (is_empty(m->text)) {
+                b->counts[SN_TC_EMPTY]++;
+            } else if (role != SN_ROLE_HONEST) {
+                negs[n_neg++] = (struct neg){m->text, m->agent, sn_role_name(role),
+                                             SN_REJ_ADVERSARY, i * 1000};
+            } else if (!m->parsed || !m->answer) {
+                b->counts[SN_TC_UNPARSED]++;
+            } else if (str_eq(m->answer, t->gold)) {
+                chosen_agent[n_ch] = m->agent;
+                chosen[n_ch++] = m->text;
+            } else {
+                bool misled = str_eq(m->answer, t->adversarial_target);
+                for (size_t q = 0; q < r && !misled; q++) {
+                    const struct sn_traj_msg *e = sn_traj_msg_of(t, q, m->agent);
+                    misled = e && str_eq(e->answer, t->gold);
+                }
+                negs[n_neg++] = (struct neg){m->text, m->agent, sn_role_name(role),
+                                             misled ? SN_REJ_MISLED : SN_REJ_WRONG, i * 1000};
+            }
+            /* AITM: the rewritten copies are negatives (unless the rewrite kept the gold) */
+            for (size_t d = 0; m->tampered && d < m->n_deliveries; d++) {
+                const struct sn_traj_delivery *dv = &m->deliveries[d];
+                bool dup = false;
+                if (is_empty(dv->text)) {
+                    b->counts[SN_TC_EMPTY]++;
+                    continue;
+                }
+                if (str_eq(dv->answer, t->gold))
+                    continue;
+                for (size_t q = 0; q < n_neg && !dup; q++)
+                    dup = negs[q].kind == SN_REJ_TAMPERED && !strcmp(negs[q].text, dv->text);
+                if (dup)
+                    continue;
+                int ic = interceptor_of(t, m->agent, dv->to);
+                negs[n_neg++] = (struct neg){dv->text, ic,
+                                             ic >= 0 ? sn_role_name(role_of(t, ic)) : "interceptor",
+                                             SN_REJ_TAMPERED, i * 1000 + 1 + d};
+            }
+        }
+        if (!n_ch)
+            b->counts[SN_TC_NO_CHOSEN]++;
+        if (!n_neg)
+            b->counts[SN_TC_NO_REJECTED]++;
+        if (!n_ch || !n_neg)
+            continue;
+        qsort(negs, n_neg, sizeof *negs, cmp_neg);
+        size_t n_pairs = n_ch * n_neg, take = n_pairs;
+        sn_free(pairs);
+        pairs = sn_calloc(n_pairs, sizeof *pairs);
+        if (!pairs) {
+            rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+            break;
+        }
+        struct sn_rng rng;
+        sn_rng_seed(&rng, sn_seed_derive(b->p.seed, t->id, r));
+        size_t k = 0;
+        for (size_t ri = 0; ri < n_neg; ri++)
+            for (size_t ci = 0; ci < n_ch; ci++)
+                pairs[k++] = (struct pair){ci, ri, rank_of(negs[ri].kind), 0};
+        if (b->p.max_pairs && n_pairs > b->p.max_pairs) {
+            for (k = 0; k < n_pairs; k++)
+                pairs[k].key = sn_rng_u64(&rng);
+            qsort(pairs, n_pairs, sizeof *pairs, cmp_pair);
+            take = b->p.max_pairs;
+            b->counts[SN_TC_CAPPED] += n_pairs - take;
+        }
+        /* context of round r */
+        struct sn_prompt prompt = {NULL, task.data, NULL, 0};
+        if (b->p.summarize) {
+            strvec_free(&hook);
+            rc = b->p.summarize(b->p.user, t, r, &hook.v, &hook.n, err);
+            if (rc)
+                break;
+            hook.cap = hook.n;
+            prompt.history = (const char *const *)hook.v;
+            prompt.n_history = hook.n;
+        } else {
+            prompt.history = (const char *const *)hist.v;
+            prompt.n_history = hist_upto[r];
+        }
+        sn_buf_reset(&ctx);
+        rc = sn_template_context(&prompt, &ctx, err);
+        for (k = 0; k < take && !rc; k++) {
+            const struct neg *ng = &negs[pairs[k].ri];
+            struct sn_tuple tp;
+            char hex[65];
+            memset(&tp, 0, sizeof tp);
+            tp.prompt = prompt;
+            tp.text[SN_FIELD_CONTEXT] = ctx.data;
+            tp.text[SN_FIELD_CHOSEN] = chosen[pairs[k].ci];
+            tp.text[SN_FIELD_REJECTED] = ng->text;
+            tp.text[SN_FIELD_REFERENCE] = ref.data;
+            sn_tuples_hash(tp.text, hex);
+            if (b->p.dedup) {
+                uint8_t d[32];
+                bool dup = false;
+                hex_to_digest(hex, d);
+                rc = digest_insert(&b->seen, d, &dup, err);
+                if (rc)
+                    break;
+                if (dup) {
+                    b->counts[SN_TC_DUPLICATE]++;
+                    continue;
+                }
+            }
+            tp.kind = ng->kind;
+            tp.meta.scenario = t->scenario;
+            tp.meta.dataset = t->dataset;
+            tp.meta.trajectory_id = t->id;
+            tp.meta.item_id = t->item_id;
+            tp.meta.round = (int32_t)r;
+            tp.meta.chosen_agent = chosen_agent[pairs[k].ci];
+            tp.meta.rejected_agent = ng->agent;
+            tp.meta.chosen_role = sn_role_name(SN_ROLE_HONEST);
+            tp.meta.rejected_role = ng->role;
+            tp.meta.rejected_kind = kind_names[ng->kind];
+            tp.meta.split = split;
+            tp.meta.sha256 = hex;
+            b->counts[SN_TC_TUPLES]++;
+            rc = fn(user, &tp, err);
+        }
+    }
+    if (!rc && b->counts[SN_TC_TUPLES] == before)
+        b->counts[SN_TC_NO_TUPLES]++;
+    sn_buf_free(&task);
+    sn_buf_free(&ref);
+    sn_buf_free(&ctx);
+    sn_buf_free(&line);
+    strvec_free(&hist);
+    strvec_free(&hook);
+    sn_free(hist_upto);
+    sn_free(negs);
+    sn_free(chosen);
+    sn_free(chosen_agent);
+    sn_free(pairs);
+    return rc;
+}
+
+/* ---- sentinel build ---------------------------------------------------------------------- */
+
+struct sn_build_params sn_build_default_params(void)
+{
+    struct sn_build_params p;
+    memset(&p, 0, sizeof p);
+    p.max_len = 1024;
+    p.shard_size = 4096;
+    p.deflate_level = 4;
+    p.tuples = sn_tuples_default_params();
+    return p;
+}
+
+struct build {
+    const struct sn_build_params *p;
+    struct sn_tokenizer *tok;
+    struct sn_shard_set *set;
+    struct sn_tuples *b;
+    struct sn_ids ids[SN_FIELD_COUNT];
+    struct sn_build_progress prog;
+};
+
+static void annotate(void *user, cJSON *manifest)
+{
+    struct build *bd = user;
+    cJSON *st = cJSON_AddObjectToObject(manifest, "stats");
+    for (int k = 0; st && k < SN_TC_COUNT; k++)
+        cJSON_AddNumberToObject(st, count_names[k], (double)sn_tuples_counts(bd->b)[k]);
+}
+
+static int on_tuple(void *user, const struct sn_tuple *t, struct sn_err *err)
+{
+    struct build *bd = user;
+    struct sn_shard_tuple st;
+    memset(&st, 0, sizeof st);
+    for (int f = 0; f < SN_FIELD_COUNT; f++)
+        st.text[f] = t->text[f];
+    st.meta = t->meta;
+    int rc = SN_OK;
+    if (!sn_shard_set_skips_next(bd->set, t->meta.split)) {
+        for (int f = SN_FIELD_CHOSEN; f < SN_FIELD_COUNT && !rc; f++) {
+            struct sn_template_cut cut;
+            rc = sn_template_encode(bd->tok, &t->prompt, t->text[f], bd->p->max_len,
+                                    &bd->ids[f], &cut, NULL, err);
+            if (rc)
+                return sn_err_wrap(err, "trajectory %s round %d %s", t->meta.trajectory_id,
+                                   (int)t->meta.round, sn_field_name((enum sn_field)f));
+            st.ids[f] = bd->ids[f].v;
+            st.n_ids[f] = bd->ids[f].n;
+            st.meta.cut_history[f] = (int32_t)cut.n_tokens_history;
+            st.meta.cut_response[f] = (int32_t)cut.n_tokens_response;
+        }
+        bd->prog.tokenized++;
+    }
+    rc = sn_shard_set_add(bd->set, &st, err);
+    if (rc)
+        return rc;
+    bd->prog.tuples++;
+    if (bd->p->progress && bd->p->progress(bd->p->user, &bd->prog))
+        return sn_err_set(err, SN_E_CANCELLED, "build cancelled");
+    return SN_OK;
+}
+
+static cJSON *make_settings(const struct sn_build_params *p, char **paths, size_t n,
+                            const char *tok_hash, struct sn_err *err)
+{
+    cJSON *s = cJSON_CreateObject(), *in = cJSON_AddArrayToObject(s, "inputs");
+    char num[32];
+    if (!s || !in) {
+        cJSON_Delete(s);
+        sn_err_set(err, SN_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct stat stb;
+        cJSON *e = cJSON_CreateObject();
+        if (!e)
+            break;
+        cJSON_AddStringToObject(e, "path", paths[i]);
+        cJSON_AddNumberToObject(e, "bytes", stat(paths[i], &stb) == 0 ? (double)stb.st_size : -1);
+        cJSON_AddItemToArray(in, e);
+    }
+    const struct sn_tuples_params *t = &p->tuples;
+    cJSON_AddStringToObject(s, "builder", SN_TUPLES_BUILDER_ID);
+    cJSON_AddStringToObject(s, "template_id", SN_TEMPLATE_ID);
+    cJSON_AddStringToObject(s, "tokenizer_hash", tok_hash);
+    cJSON_AddNumberToObject(s, "max_len", (double)p->max_len);
+    cJSON_AddNumberToObject(s, "deflate_level", p->deflate_level);
+    cJSON_AddBoolToObject(s, "skip_bad", p->skip_bad);
+    cJSON_AddNumberToObject(s, "max_pairs", (double)t->max_pairs);
+    snprintf(num, sizeof num, "%" PRIu64, t->seed);
+    cJSON_AddStringToObject(s, "seed", num);
+    cJSON_AddNumberToObject(s, "validation_fraction", t->validation_fraction);
+    cJSON_AddNumberToObject(s, "test_fraction", t->test_fraction);
+    snprintf(num, sizeof num, "%" PRIu64, t->split_seed);
+    cJSON_AddStringToObject(s, "split_seed", num);
+    cJSON_AddNumberToObject(s, "history_sentences", (double)t->history_sentences);
+    cJSON_AddNumberToObject(s, "history_chars", (double)t->history_chars);
+    cJSON_AddBoolToObject(s, "dedup", t->dedup);
+    cJSON_AddStringToObject(s, "summary", t->summarize ? "hook" : "extractive");
+    cJSON_AddStringToObject(s, "reference", t->reference ? "hook" : "dataset-or-template");
+    return s;
+}
+
+int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *rep,
+                    struct sn_err *err)
+{
+    static const char *const suffixes[] = {".jsonl", ".jsonl.gz", NULL};
+    struct build bd;
+    char **paths = NULL;
+    size_t n_paths = 0;
+    cJSON *settings = NULL;
+    struct sn_buf task = {0};
+    memset(&bd, 0, sizeof bd);
+    memset(rep, 0, sizeof *rep);
+    bd.p = p;
+    if (!p->n_inputs || !p->out_dir || !p->tokenizer_path)
+        return sn_err_set(err, SN_E_ARG, "build: needs inputs, an output directory and a "
+                          "tokenizer");
+    if (p->max_len < 2 * SN_TEMPLATE_MIN_RESPONSE || p->max_len > ((size_t)1 << 24))
+        return sn_err_set(err, SN_E_ARG, "build: max_len %zu is out of range (%d..16777216)",
+                          p->max_len, 2 * SN_TEMPLATE_MIN_RESPONSE);
+    int rc = sn_paths_expand(p->inputs, p->n_inputs, suffixes, &paths, &n_paths, err);
+    if (!rc && !n_paths)
+        rc = sn_err_set(err, SN_E_ARG, "build: no trajectory files (*.jsonl, *.jsonl.gz) in the "
+                        "inputs");
+    if (!rc)
+        rc = sn_tokenizer_open(p->tokenizer_path, &bd.tok, err);
+    if (!rc)
+        rc = sn_tuples_create(&p->tuples, &bd.b, err);
+    if (!rc) {
+        settings = make_settings(p, paths, n_paths, sn_tokenizer_hash(bd.tok), err);
+        if (!settings)
+            rc = err->code ? err->code : SN_E_NOMEM;
+    }
+    if (!rc) {
+        struct sn_shard_set_params sp = sn_shard_set_default_params();
+        sp.dir = p->out_dir;
+        sp.shard_size = p->shard_size ? p->shard_size : 4096;
+        sp.writer.deflate_level = p->deflate_level;
+        sp.writer.info.tokenizer_hash = sn_tokenizer_hash(bd.tok);
+        sp.writer.info.template_id = SN_TEMPLATE_ID;
+        sp.writer.info.max_len = (int64_t)p->max_len;
+        sp.writer.info.vocab_size = (int64_t)sn_tokenizer_vocab_size(bd.tok);
+        sp.settings = settings;
+        sp.annotate = annotate;
+        sp.user = &bd;
+        rc = sn_shard_set_open(&sp, &bd.set, err);
+    }
+    rep->n_inputs = n_paths;
+    if (!rc && sn_shard_set_was_complete(bd.set)) {
+        struct sn_manifest *m = NULL;
+        rep->was_complete = true;
+        rc = sn_manifest_load(p->out_dir, &m, err);
+        if (!rc) {
+            const cJSON *st = cJSON_GetObjectItemCaseSensitive(m->json, "stats");
+            for (int k = 0; k < SN_TC_COUNT; k++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(st, count_names[k]);
+                rep->counts[k] = cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : 0;
+            }
+            for (int k = 0; k < SN_SPLIT_COUNT; k++)
+                rep->per_split[k] = m->counts[k];
+            rep->n_shards = m->n_shards;
+        }
+        sn_manifest_free(m);
+        goto done;
+    }
+    if (!rc)
+        rep->resumed = sn_shard_set_n_shards(bd.set) > 0;
+    uint64_t *counts = bd.b ? sn_tuples_counts(bd.b) : NULL;
+    bd.prog.counts = counts;
+    for (size_t i = 0; i < n_paths && !rc; i++) {
+        struct sn_traj_reader_params rp = sn_traj_reader_default_params();
+        struct sn_traj_reader *r = NULL;
+        rp.skip_bad = p->skip_bad;
+        rc = sn_traj_reader_open(paths[i], &rp, &r, err);
+        while (!rc) {
+            struct sn_traj *t = NULL;
+            rc = sn_traj_reader_next(r, &t, err);
+            if (rc || !t)
+                break;
+            /* a task that leaves no room for a response: skip the whole trajectory (decided
+            ** before the split and de-dup so a resumed build sees the same stream) */
+            struct sn_prompt pr = {NULL, NULL, NULL, 0};
+            size_t fixed = 0;
+            sn_buf_reset(&task);
+            rc = sn_tuples_task(t, &task, err);
+            pr.task = task.data;
+            if (!rc)
+                rc = sn_template_fixed_tokens(bd.tok, &pr, &fixed, err);
+            if (!rc && fixed + SN_TEMPLATE_MIN_RESPONSE > p->max_len) {
+                counts[SN_TC_TRAJECTORIES]++;
+                counts[SN_TC_TASK_TOO_LONG]++;
+            } else if (!rc) {
+                rc = sn_tuples_add(bd.b, t, on_tuple, &bd, err);
+            }
+            bd.prog.trajectories++;
+            sn_traj_free(t);
+        }
+        if (r)
+            counts[SN_TC_BAD_LINES] += sn_traj_reader_n_skipped(r);
+        sn_traj_reader_close(r);
+    }
+    if (!rc)
+        rc = sn_shard_set_finish(bd.set, err);
+    if (!rc) {
+        memcpy(rep->counts, counts, sizeof rep->counts);
+        for (int k = 0; k < SN_SPLIT_COUNT; k++)
+            rep->per_split[k] = sn_shard_set_count(bd.set, (enum sn_split)k);
+        rep->n_shards = sn_shard_set_n_shards(bd.set);
+    }
+done:
+    sn_shard_set_close(bd.set);
+    sn_tuples_free(bd.b);
+    sn_tokenizer_free(bd.tok);
+    for (int f = 0; f < SN_FIELD_COUNT; f++)
+        sn_ids_free(&bd.ids[f]);
+    sn_buf_free(&task);
+    cJSON_Delete(settings);
+    if (paths)
+        sn_paths_free(paths, n_paths);
+    return rc;
+}
