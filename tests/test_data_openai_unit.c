@@ -203,6 +203,45 @@ static void test_config(void)
     }
 }
 
+/* Every allocation of open + one request failing in turn: a clean error each time, no crash
+** (and, under ASan, no leak). The request goes to a closed port, so it ends in a transport
+** error once nothing fails. */
+static void test_alloc_failures(void)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:1/v1\",\"model\":\"m\","
+             "\"max_retries\":0,\"extra_body\":{\"top_k\":5},\"headers\":{\"X-A\":\"b\"},"
+             "\"cache_dir\":\"%s/cache\"}", sn_test_dir("data_openai_unit_alloc"));
+    cJSON *j = cJSON_Parse(cfg);
+    int n_clean = 0;
+    for (uint64_t n = 1; n < 400 && n_clean < 3; n++) {
+        struct sn_llm_backend *b = NULL;
+        struct sn_err err = { 0 };
+        sn_alloc_fail_after(n);
+        int rc = sn_llm_openai_open(j, &b, &err);
+        if (rc == SN_OK) {
+            struct sn_chat_msg m[1] = { { "user", "hello" } };
+            struct sn_llm_request req = { .messages = m, .n_messages = 1, .temperature = -1,
+                                          .top_p = -1 };
+            struct sn_llm_reply r;
+            sn_err_clear(&err);
+            rc = b->ops->complete(b, &req, &r, &err);
+            CHECK_MSG(rc == SN_E_BACKEND || rc == SN_E_NOMEM, "n=%d rc=%d %s", (int)n, rc,
+                      err.msg);
+            if (rc == SN_E_BACKEND && strstr(err.msg, "transport error"))
+                n_clean++;
+            b->ops->close(b);
+        } else {
+            CHECK(b == NULL);
+        }
+        sn_alloc_fail_after(0);
+        CHECK(rc == SN_OK || err.msg[0] != '\0');
+    }
+    CHECK(n_clean == 3);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     test_parse();
@@ -211,5 +250,6 @@ int main(void)
     test_backoff();
     test_urls();
     test_config();
+    test_alloc_failures();
     return sn_test_done();
 }

@@ -43,7 +43,7 @@ struct oa_job {
     /* one attempt (loop thread only while active) */
     CURL         *easy;
     struct sn_buf resp;
-    bool          overflow;
+    bool          overflow, nomem;
     char          retry_after[64], retry_after_ms[32], should_retry[8];
     char          errbuf[CURL_ERROR_SIZE];
     double        t_start;
@@ -532,8 +532,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
     struct oa_job *job = ud;
     struct sn_err e = { 0 };
     if (sn_buf_append(&job->resp, p, n, &e) != SN_OK) {
-        job->overflow = true;
-        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+        /* past max_reply_bytes, or out of memory: either aborts with CURLE_WRITE_ERROR */
+        job->overflow = n > job->resp.max || job->resp.len > job->resp.max - n;
+        job->nomem = !job->overflow;
+        return 0;
     }
     (void)size; /* always 1 */
     return n;
@@ -575,7 +577,7 @@ static int start_attempt(struct oa_backend *o, struct oa_job *job)
     curl_easy_reset(e);
     job->easy = e;
     sn_buf_reset(&job->resp);
-    job->overflow = false;
+    job->overflow = job->nomem = false;
     job->retry_after[0] = job->retry_after_ms[0] = job->should_retry[0] = '\0';
     job->errbuf[0] = '\0';
     job->attempts++;
@@ -686,6 +688,8 @@ static void complete_attempt(struct oa_backend *o, struct oa_job *job, CURLcode 
     } else if (job->overflow) {
         snprintf(what, sizeof what, "reply larger than max_reply_bytes (%zu bytes)",
                  o->max_reply_bytes);
+    } else if (job->nomem) {
+        snprintf(what, sizeof what, "out of memory receiving the reply");
     } else {
         char eb[CURL_ERROR_SIZE + 64];
         snprintf(eb, sizeof eb, "%s", job->errbuf[0] ? job->errbuf : curl_easy_strerror(cc));
