@@ -970,6 +970,14 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
             rc = sn_err_set(err, SN_E_IO, "%s: %s", rep->errors_path, strerror(errno));
     }
     int threads = p->threads;
+    int64_t rthreads = 0;
+    if (!rc && threads <= 0) {
+        rc = sn_json_get_int(cJSON_GetObjectItemCaseSensitive(recipe, "simulate"), "simulate",
+                             "threads", 0, &rthreads, err);
+        if (!rc && (rthreads < 0 || rthreads > 1024))
+            rc = sn_err_set(err, SN_E_ARG, "recipe: 'simulate.threads' must be 0-1024");
+        threads = (int)rthreads;
+    }
     if (threads <= 0) {
         threads = 1;
         for (int i = 0; i < R.n_eps; i++)
