@@ -263,6 +263,48 @@ int main(void)
     free_lines(&full);
     free_lines(&ref2);
 
+    /* heterogeneous panels: per-slot endpoints and per-role endpoints are recorded */
+    {
+        const char *het = p1("het.json");
+        FILE *f = fopen(het, "w");
+        fprintf(f, "{\"simulate\":{\"endpoints\":{\"small\":{\"kind\":\"sim\",\"model\":"
+                   "\"small-1b\",\"competence\":0.5},\"big\":{\"kind\":\"sim\",\"model\":"
+                   "\"big-70b\",\"competence\":0.9}},\"experiments\":[\n"
+                   "{\"name\":\"slots\",\"n_agents\":4,\"rounds\":2,\"backends\":[\"big\","
+                   "\"small\",\"big\",\"small\"],\"dataset\":{\"kind\":\"synthetic\",\"n\":3}},\n"
+                   "{\"name\":\"roles\",\"scenario\":\"collaboration\",\"n_agents\":5,"
+                   "\"rounds\":2,\"backend\":\"small\",\"role_backends\":{\"adversary\":"
+                   "\"big\"},\"dataset\":{\"kind\":\"synthetic\",\"n\":3}}]}}\n");
+        fclose(f);
+        CHECK(sn_test_sh("%s simulate --recipe %s -o %s/het --progress none 2>/dev/null", bin,
+                         het, dir) == 0);
+        struct lines hl = run_lines(p1("het"));
+        CHECK(hl.n == 6);
+        for (size_t i = 0; i < hl.n; i++) {
+            cJSON *o = cJSON_Parse(hl.v[i]);
+            const char *exp = cJSON_GetObjectItem(o, "experiment")->valuestring;
+            const cJSON *a;
+            int k = 0;
+            cJSON_ArrayForEach(a, cJSON_GetObjectItem(o, "agents"))
+            {
+                const char *model = cJSON_GetObjectItem(a, "model")->valuestring;
+                const char *be = cJSON_GetObjectItem(a, "backend")->valuestring;
+                const char *role = cJSON_GetObjectItem(a, "role")->valuestring;
+                if (!strcmp(exp, "slots")) {
+                    CHECK_STR(model, k % 2 ? "small-1b" : "big-70b");
+                    CHECK_STR(be, k % 2 ? "small" : "big");
+                } else {
+                    CHECK_STR(model, strcmp(role, "adversary") ? "small-1b" : "big-70b");
+                }
+                k++;
+            }
+            const char *desc = cJSON_GetObjectItem(o, "backend")->valuestring;
+            CHECK(strstr(desc, "big-70b") && strstr(desc, "small-1b"));
+            cJSON_Delete(o);
+        }
+        free_lines(&hl);
+    }
+
     /* CLI and recipe errors */
     CHECK(sn_test_sh("%s simulate --help >/dev/null", bin) == 0);
     CHECK(sn_test_sh("%s simulate --recipe %s 2>/dev/null", bin, recipe) == 2); /* no -o */
