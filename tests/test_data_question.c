@@ -365,9 +365,35 @@ static void test_synthetic(void)
     sn_qset_free(c);
 }
 
+/* Allocation failure at every step of a load: a clean SN_E_NOMEM (or success), never a crash
+** or a leak (ASan checks the latter). */
+static void test_alloc_failures(void)
+{
+    const char *p = wfile("af_test.csv", "Q1,a,b,c,d,A\n\"Q2, quoted\",a,b,c,d,B\nQ3,a,b,c,d,C\n");
+    char sp[1200];
+    snprintf(sp, sizeof sp, "{\"kind\":\"mmlu\",\"path\":\"%s\",\"n\":2,\"seed\":1}", p);
+    int ok = 0, nomem = 0;
+    for (uint64_t n = 1; n < 400; n++) {
+        struct sn_err err;
+        sn_alloc_fail_after(n);
+        struct sn_qset *qs = load(sp, 0, &err);
+        struct sn_qset *sy = load("{\"kind\":\"synthetic\",\"n\":6}", 0, &err);
+        sn_alloc_fail_after(0);
+        if (qs && sy)
+            ok++;
+        else
+            nomem += err.code == SN_E_NOMEM;
+        CHECK(qs || err.code != SN_OK);
+        sn_qset_free(qs);
+        sn_qset_free(sy);
+    }
+    CHECK(ok > 0 && nomem > 0);
+}
+
 int main(void)
 {
     dir = sn_test_dir("data_question");
+    test_alloc_failures();
     test_mmlu_csv();
     test_mmlu_jsonl();
     test_csqa();

@@ -491,6 +491,57 @@ static void test_options(void)
     rec_close(&rb->base);
 }
 
+/* Prompt overrides render the recipe's template; an unknown placeholder is an error. */
+static void test_prompts(void)
+{
+    struct sn_prompts p;
+    struct sn_err err = {0};
+    cJSON *o = cJSON_Parse("{\"first_round\":\"Q={question} OPTS={options}END {unknown?}\"}");
+    CHECK(sn_prompts_init(&p, o, "prompts", &err) == SN_OK);
+    struct sn_buf b = {0};
+    const char *vars[] = {"question", "Why?", "options", "A) x\n", NULL, NULL};
+    CHECK(sn_prompt_render(&p, SN_PROMPT_FIRST_ROUND, vars, &b, &err) == SN_OK);
+    CHECK_STR(b.data, "Q=Why? OPTS=A) x\nEND {unknown?}");
+    sn_buf_free(&b);
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"judge\":\"{questoin}\"}");
+    CHECK(sn_prompts_init(&p, o, "prompts", &err) == SN_E_ARG && strstr(err.msg, "questoin"));
+    cJSON_Delete(o);
+    sn_err_clear(&err);
+    o = cJSON_Parse("{\"jduge\":\"x\"}");
+    CHECK(sn_prompts_init(&p, o, "prompts", &err) == SN_E_ARG && strstr(err.msg, "judge"));
+    cJSON_Delete(o);
+}
+
+/* Allocation failure anywhere in a debate: an error or success, never a crash or leak. */
+static void test_debate_alloc_failures(void)
+{
+    struct sn_experiment x;
+    mk_exp(&x, "af", SN_SCEN_AITM, 4, 1, 2, SN_STRAT_ONE_BY_ONE, NULL, NULL);
+    struct sn_llm_backend *b;
+    struct sn_err err = {0};
+    cJSON *cfg = cJSON_Parse("{\"kind\":\"sim\"}");
+    CHECK(sn_llm_backend_open(cfg, &b, &err) == SN_OK);
+    cJSON_Delete(cfg);
+    struct setup_store ss;
+    mk_setup(&ss, &x, b);
+    int ok = 0, failed = 0;
+    for (uint64_t n = 1; n < 600; n += 3) {
+        struct sn_buf line = {0};
+        sn_err_clear(&err);
+        sn_alloc_fail_after(n);
+        int rc = sn_debate_run(&ss.s, &qs->items[3], 0, &line, NULL, &err);
+        sn_alloc_fail_after(0);
+        if (rc == SN_OK)
+            ok++;
+        else
+            failed += rc == SN_E_NOMEM;
+        sn_buf_free(&line);
+    }
+    CHECK(ok > 0 && failed > 0);
+    sn_llm_backend_close(b);
+}
+
 int main(void)
 {
     qs = calloc(1, sizeof *qs);
@@ -502,6 +553,8 @@ int main(void)
     test_aitm();
     test_defense();
     test_options();
+    test_prompts();
+    test_debate_alloc_failures();
     sn_qset_free(qs);
     free_keep_alive();
     return sn_test_done();
