@@ -92,8 +92,8 @@ int main(int argc, char **argv)
     double r1 = run(&s, qs, seconds, false, &n, &bytes, &calls);
     printf("bench_simulate: sim backend, 5 agents x 5 rounds, collaboration (2 adversaries), "
            "1 thread\n");
-    printf("  engine + JSON:        %8.0f debates/s  (%llu debates, %.0f calls/s, %.1f KB/debate)\n",
-           r1, (unsigned long long)n, r1 * (double)calls / (double)n,
+    printf("  engine + JSON:        %8.0f debates/s  (%llu debates, %.0f calls/s, "
+           "%.1f KB/debate)\n", r1, (unsigned long long)n, r1 * (double)calls / (double)n,
            (double)bytes / (double)n / 1024.0);
     double r2 = run(&s, qs, seconds, true, &n, &bytes, &calls);
     printf("  engine + JSON + gzip: %8.0f debates/s  (target >= 1000 debates/s/core)\n", r2);

@@ -717,7 +717,7 @@ struct job {
     FILE *traj, *errs;
     const char *traj_path, *errors_path;
     struct sn_err first_err;
-    int write_rc;
+    _Atomic int write_rc;
     struct sn_err write_err;
     struct idset failed_ids;
     volatile int *cancel;

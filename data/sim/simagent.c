@@ -128,8 +128,8 @@ static int question_numbers(const char *q, char nums[2][24])
     for (const char *p = q; *p && n < 2; p++) {
         if (isdigit((unsigned char)*p) && (p == q || !isalnum((unsigned char)p[-1]))) {
             size_t k = 0;
-            while ((isdigit((unsigned char)p[k]) || (p[k] == '.' && isdigit((unsigned char)p[k + 1])))
-                   && k < 23)
+            while (k < 23 && (isdigit((unsigned char)p[k]) ||
+                              (p[k] == '.' && isdigit((unsigned char)p[k + 1]))))
                 k++;
             memcpy(nums[n], p, k);
             nums[n][k] = '\0';
@@ -559,6 +559,17 @@ static size_t prompt_chars(const struct sn_llm_request *req)
     return n;
 }
 
+/* Copies the atomic counters into the contract's stats (read without locking by callers). */
+static void publish_stats(struct sim_backend *sb)
+{
+    struct sn_llm_stats *st = &sb->base.stats;
+    __atomic_store_n(&st->requests, atomic_load(&sb->requests), __ATOMIC_RELAXED);
+    __atomic_store_n(&st->completed, atomic_load(&sb->completed), __ATOMIC_RELAXED);
+    __atomic_store_n(&st->prompt_tokens, atomic_load(&sb->prompt_tokens), __ATOMIC_RELAXED);
+    __atomic_store_n(&st->completion_tokens, atomic_load(&sb->completion_tokens),
+                     __ATOMIC_RELAXED);
+}
+
 static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *req,
                         struct sn_llm_reply *out, struct sn_err *err)
 {
@@ -566,21 +577,23 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
     const struct sn_sim_hint *h = req->sim_hint;
     double t0 = sn_now();
     uint64_t nth = atomic_fetch_add(&sb->requests, 1);
-    sb->base.stats.requests = nth + 1;
+    __atomic_store_n(&sb->base.stats.requests, nth + 1, __ATOMIC_RELAXED);
     if ((int64_t)nth < sb->fail_calls) {
         atomic_fetch_add(&sb->failed, 1);
-        sb->base.stats.failed = atomic_load(&sb->failed);
+        __atomic_store_n(&sb->base.stats.failed, atomic_load(&sb->failed), __ATOMIC_RELAXED);
         return sn_err_set(err, SN_E_BACKEND, "sim: injected failure %llu of %lld (fail_calls)",
                           (unsigned long long)nth + 1, (long long)sb->fail_calls);
     }
     if (sb->delay_ms > 0) {
         atomic_fetch_add(&sb->in_flight, 1);
-        sb->base.stats.in_flight = atomic_load(&sb->in_flight);
+        __atomic_store_n(&sb->base.stats.in_flight, atomic_load(&sb->in_flight),
+                         __ATOMIC_RELAXED);
         struct timespec ts = {(time_t)(sb->delay_ms / 1000),
                               (long)(fmod(sb->delay_ms, 1000.0) * 1e6)};
         nanosleep(&ts, NULL);
         atomic_fetch_sub(&sb->in_flight, 1);
-        sb->base.stats.in_flight = atomic_load(&sb->in_flight);
+        __atomic_store_n(&sb->base.stats.in_flight, atomic_load(&sb->in_flight),
+                         __ATOMIC_RELAXED);
     }
     if (!h || h->magic != SN_SIM_HINT_MAGIC || !h->q)
         return sn_err_set(err, SN_E_ARG, "sim backend: request has no sim_hint (the sim agents "
@@ -683,10 +696,7 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
     atomic_fetch_add(&sb->completed, 1);
     atomic_fetch_add(&sb->prompt_tokens, (uint64_t)out->prompt_tokens);
     atomic_fetch_add(&sb->completion_tokens, (uint64_t)out->completion_tokens);
-    sb->base.stats.requests = atomic_load(&sb->requests);
-    sb->base.stats.completed = atomic_load(&sb->completed);
-    sb->base.stats.prompt_tokens = atomic_load(&sb->prompt_tokens);
-    sb->base.stats.completion_tokens = atomic_load(&sb->completion_tokens);
+    publish_stats(sb);
     return SN_OK;
 }
 
