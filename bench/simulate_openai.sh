@@ -5,14 +5,17 @@
 #      (target >= 0.9) and memory per in-flight request;
 #   2. `sentinel simulate` with an openai endpoint (synthetic questions, 5 agents, 3 rounds,
 #      cache off): debates/s and requests/s through the whole debate engine.
-# Environment: N (requests, default 1280), CONC (64), LATENCY_MS (100), DEBATES (128).
+# Environment: N (requests, default 1280), CONC (64), LATENCY_MS (100), DEBATES (256),
+# THREADS (simulate worker threads, default 2 * CONC: a thread that is between two requests of
+# its debate does not hold a slot, so more threads than slots keep every slot busy).
 set -euo pipefail
 BUILD=${1:?usage: bench/simulate_openai.sh BUILD_DIR}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-1280}
 CONC=${CONC:-64}
 LATENCY_MS=${LATENCY_MS:-100}
-DEBATES=${DEBATES:-128}
+DEBATES=${DEBATES:-256}
+THREADS=${THREADS:-$((2 * CONC))}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/sn-bench-openai.XXXXXX")
 export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
 SERVER_PID=
@@ -45,20 +48,21 @@ EOF
   curl -s -X POST "http://127.0.0.1:$PORT/reset" > /dev/null
   t0=$(date +%s.%N)
   rc=0
-  "$BUILD/sentinel" simulate --recipe "$TMP/recipe.json" -o "$TMP/out/traj" --threads "$CONC" \
+  "$BUILD/sentinel" simulate --recipe "$TMP/recipe.json" -o "$TMP/out/traj" --threads "$THREADS" \
     --progress none || rc=$?
   t1=$(date +%s.%N)
   stats=$(curl -s "http://127.0.0.1:$PORT/stats")
-  /usr/bin/python3 - "$t0" "$t1" "$rc" "$DEBATES" "$CONC" "$LATENCY_MS" "$stats" <<'EOF'
+  /usr/bin/python3 - "$t0" "$t1" "$rc" "$DEBATES" "$CONC" "$LATENCY_MS" "$stats" "$THREADS" <<'EOF'
 import json, sys
 t0, t1, rc, n, conc, lat = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), \
     int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
 st = json.loads(sys.argv[7])
+threads = int(sys.argv[8])
 dt = t1 - t0
 rps = st["hits"] / dt
-print("sentinel simulate (openai, 5 agents x 3 rounds, %d debates, --threads %d): exit %d, "
+print("sentinel simulate (openai, 5 agents x 3 rounds, %d debates, concurrency %d, --threads %d): exit %d, "
       "%.2f s, %.2f debates/s, %d requests = %.1f requests/s (%.3f of the %.0f/s bound), "
-      "server max concurrent %d" % (n, conc, rc, dt, n / dt, st["hits"], rps,
+      "server max concurrent %d" % (n, conc, threads, rc, dt, n / dt, st["hits"], rps,
                                     rps / (conc / (lat / 1000)), conc / (lat / 1000),
                                     st["max_concurrent"]))
 print(json.dumps({"bench": "simulate_openai_debates", "debates": n, "seconds": round(dt, 3),

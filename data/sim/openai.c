@@ -8,7 +8,9 @@
 ** while fewer than `concurrency` transfers are active, drives them, and on completion either
 ** wakes the caller or puts the job back in the queue with a ready time (backoff or
 ** Retry-After). Jobs live on their caller's stack; the loop touches a job only while it is
-** queued or active, and hands it back (done = true) under the lock.
+** queued or active, and hands it back (done = true) under the lock. Close the backend only
+** after every caller has returned (backend.h); jobs still queued then fail with
+** SN_E_CANCELLED.
 **
 ** Secrets. The API key is read once from the environment variable named by `api_key_env` and
 ** lives only in the Authorization header list. Messages that quote server text pass through
