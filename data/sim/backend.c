@@ -52,8 +52,18 @@ const char *sn_llm_backend_describe(const struct sn_llm_backend *b)
 
 struct sn_llm_stats sn_llm_backend_stats(const struct sn_llm_backend *b)
 {
+    /* relaxed atomic loads: implementations update these from many threads */
     struct sn_llm_stats s = {0};
-    if (b)
-        s = b->stats;
+    if (!b)
+        return s;
+    const struct sn_llm_stats *t = &b->stats;
+    s.requests = __atomic_load_n(&t->requests, __ATOMIC_RELAXED);
+    s.completed = __atomic_load_n(&t->completed, __ATOMIC_RELAXED);
+    s.failed = __atomic_load_n(&t->failed, __ATOMIC_RELAXED);
+    s.retries = __atomic_load_n(&t->retries, __ATOMIC_RELAXED);
+    s.cache_hits = __atomic_load_n(&t->cache_hits, __ATOMIC_RELAXED);
+    s.prompt_tokens = __atomic_load_n(&t->prompt_tokens, __ATOMIC_RELAXED);
+    s.completion_tokens = __atomic_load_n(&t->completion_tokens, __ATOMIC_RELAXED);
+    s.in_flight = __atomic_load_n(&t->in_flight, __ATOMIC_RELAXED);
     return s;
 }
