@@ -17,7 +17,7 @@
 **   π(text) = sn_sim_persuasion: 0.35 + 0.07 per distinct rhetorical cue, capped at 0.95.
 **   adversaries always answer the target, in their rhetoric or persona; interceptors and the
 **   autoinject transform rewrite a message toward the target keeping its wording; the judge
-**   picks the answer with the largest Σ π (ties: lowest letter / value order of appearance);
+**   picks the answer with the largest Σ π + [gold]·w_truth·c (ties: first in speaking order);
 **   best-of-N scoring replies "PERSUASIVENESS: π". */
 #include "data/sim/sim.h"
 
@@ -653,7 +653,8 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
             const char *a = h->peers[i].answer;
             if (!a)
                 continue;
-            double s = 0.0;
+            /* the judge weighs arguments like an honest agent: Σ π + recognising the truth */
+            double s = strcmp(a, q->gold) == 0 ? sb->w_truth * competence_for(sb, q) : 0.0;
             for (size_t j = 0; j < h->n_peers; j++)
                 if (h->peers[j].answer && strcmp(h->peers[j].answer, a) == 0)
                     s += sn_sim_persuasion(h->peers[j].text);
