@@ -21,10 +21,24 @@ const char *sn_role_name(enum sn_role role)
 /* ---- validation helpers ---- */
 
 struct ctx {
-    const char    *where; /* "file:line" */
+    const char    *where; /* "file:line", formatted only when a message needs it */
+    const char    *path;  /* with lineno: the reader's position (where is built lazily) */
+    uint64_t       lineno;
+    char           where_buf[600];
     struct sn_err *err;
     char           pfx[96]; /* path of the object being read: "", "final", "rounds[2][1]" */
 };
+
+static const char *where_of(struct ctx *c)
+{
+    if (!c->where) {
+        snprintf(c->where_buf, sizeof c->where_buf, "%s:%llu", c->path,
+                 (unsigned long long)c->lineno);
+        c->where = c->where_buf;
+    }
+    return c->where;
+}
+#define WHERE(c) where_of(c)
 
 static const char *type_name(const cJSON *v)
 {
@@ -50,15 +64,15 @@ static int bad(struct ctx *c, const char *key, const char *expected, const cJSON
     const char *dot = c->pfx[0] && key[0] && key[0] != '[' ? "." : "";
     if (!got)
         return sn_err_set(c->err, SN_E_FORMAT, "%s: missing field '%s%s%s' (expected %s)",
-                          c->where, c->pfx, dot, key, expected);
-    return sn_err_set(c->err, SN_E_FORMAT, "%s: field '%s%s%s': expected %s, got %s", c->where,
+                          WHERE(c), c->pfx, dot, key, expected);
+    return sn_err_set(c->err, SN_E_FORMAT, "%s: field '%s%s%s': expected %s, got %s", WHERE(c),
                       c->pfx, dot, key, expected, type_name(got));
 }
 
 static int bad_value(struct ctx *c, const char *key, const char *what)
 {
     const char *dot = c->pfx[0] && key[0] && key[0] != '[' ? "." : "";
-    return sn_err_set(c->err, SN_E_FORMAT, "%s: field '%s%s%s': %s", c->where, c->pfx, dot, key,
+    return sn_err_set(c->err, SN_E_FORMAT, "%s: field '%s%s%s': %s", WHERE(c), c->pfx, dot, key,
                       what);
 }
 
@@ -170,7 +184,7 @@ static int read_pairs(struct ctx *c, const cJSON *arr, const char *key, size_t n
         return SN_OK;
     int(*p)[2] = sn_calloc(n, sizeof *p);
     if (!p)
-        return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+        return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", WHERE(c));
     size_t i = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, arr) {
@@ -275,7 +289,7 @@ static int read_msg(struct ctx *c, const cJSON *m, size_t t, size_t k, size_t n_
     if (n_dl) {
         msg->deliveries = sn_calloc(n_dl, sizeof *msg->deliveries);
         if (!msg->deliveries)
-            return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+            return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", WHERE(c));
         msg->n_deliveries = n_dl;
         size_t j = 0;
         const cJSON *d;
@@ -307,7 +321,7 @@ static int read_msg(struct ctx *c, const cJSON *m, size_t t, size_t k, size_t n_
         if (n_bl) {
             msg->blacklisted = sn_calloc(n_bl, sizeof *msg->blacklisted);
             if (!msg->blacklisted)
-                return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+                return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", WHERE(c));
             const cJSON *b;
             cJSON_ArrayForEach(b, bl) {
                 double d = cJSON_IsNumber(b) ? b->valuedouble : -1;
@@ -327,7 +341,7 @@ static int read_rounds(struct ctx *c, const cJSON *rounds, struct sn_traj *t)
         return SN_OK;
     t->rounds = sn_calloc(n, sizeof *t->rounds);
     if (!t->rounds)
-        return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+        return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", WHERE(c));
     t->n_rounds = n;
     size_t ti = 0;
     const cJSON *r;
@@ -343,7 +357,7 @@ static int read_rounds(struct ctx *c, const cJSON *rounds, struct sn_traj *t)
         rd->by_agent = sn_malloc(t->n_agents ? t->n_agents * sizeof *rd->by_agent : 1);
         rd->msgs = sn_calloc(nm ? nm : 1, sizeof *rd->msgs);
         if (!rd->by_agent || !rd->msgs)
-            return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+            return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", WHERE(c));
         for (size_t a = 0; a < t->n_agents; a++)
             rd->by_agent[a] = -1;
         size_t k = 0;
@@ -384,7 +398,7 @@ static int validate(struct ctx *c, struct sn_traj *t)
     int rc;
     c->pfx[0] = '\0';
     if (!cJSON_IsObject(root))
-        return sn_err_set(c->err, SN_E_FORMAT, "%s: expected a JSON object, got %s", c->where,
+        return sn_err_set(c->err, SN_E_FORMAT, "%s: expected a JSON object, got %s", WHERE(c),
                           type_name(root));
     const char *schema;
     if ((rc = get_str(c, root, "schema", REQ, &schema)))
@@ -392,7 +406,7 @@ static int validate(struct ctx *c, struct sn_traj *t)
     if (strcmp(schema, SN_TRAJ_SCHEMA) != 0)
         return sn_err_set(c->err, SN_E_FORMAT,
                           "%s: unknown schema '%.80s' (this reader knows '" SN_TRAJ_SCHEMA "')",
-                          c->where, schema);
+                          WHERE(c), schema);
     if ((rc = get_str(c, root, "id", REQ, &t->id)) ||
         (rc = get_str(c, root, "experiment", NULLABLE, &t->experiment)) ||
         (rc = get_str(c, root, "scenario", REQ, &t->scenario)) ||
@@ -420,7 +434,7 @@ static int validate(struct ctx *c, struct sn_traj *t)
     if (n_opts) {
         t->options = sn_calloc(n_opts, sizeof *t->options);
         if (!t->options)
-            return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+            return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", WHERE(c));
         const cJSON *o;
         cJSON_ArrayForEach(o, opts) {
             if (!cJSON_IsString(o) || !o->valuestring) {
@@ -441,7 +455,7 @@ static int validate(struct ctx *c, struct sn_traj *t)
         return bad_value(c, "agents", "expected at least one agent");
     t->agents = sn_calloc(n_agents, sizeof *t->agents);
     if (!t->agents)
-        return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", c->where);
+        return sn_err_set(c->err, SN_E_NOMEM, "%s: out of memory", WHERE(c));
     t->n_agents = n_agents;
     size_t i = 0;
     const cJSON *a;
@@ -530,41 +544,47 @@ static int validate(struct ctx *c, struct sn_traj *t)
     return SN_OK;
 }
 
-int sn_traj_parse(const char *json, size_t len, const char *where, struct sn_traj **out,
-                  struct sn_err *err)
+static int parse_at(const char *json, size_t len, struct ctx *c, struct sn_traj **out)
 {
+    struct sn_err *err = c->err;
     *out = NULL;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!root) {
         if (!end)
-            return sn_err_set(err, SN_E_NOMEM, "%s: out of memory parsing JSON", where);
+            return sn_err_set(err, SN_E_NOMEM, "%s: out of memory parsing JSON", WHERE(c));
         size_t off = (size_t)(end - json);
         if (off >= len)
             return sn_err_set(err, SN_E_FORMAT, "%s: not valid JSON: unexpected end of line",
-                              where);
+                              WHERE(c));
         char near[24];
         size_t k = 0;
         for (size_t i = off; i < len && k < sizeof near - 1; i++)
             near[k++] = (json[i] >= 32 && json[i] < 127) ? json[i] : '?';
         near[k] = '\0';
-        return sn_err_set(err, SN_E_FORMAT, "%s: not valid JSON at column %zu near '%s'", where,
-                          off + 1, near);
+        return sn_err_set(err, SN_E_FORMAT, "%s: not valid JSON at column %zu near '%s'",
+                          WHERE(c), off + 1, near);
     }
     struct sn_traj *t = sn_calloc(1, sizeof *t);
     if (!t) {
         cJSON_Delete(root);
-        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", where);
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", WHERE(c));
     }
     t->root_ = root;
-    struct ctx c = {.where = where, .err = err};
-    int rc = validate(&c, t);
+    int rc = validate(c, t);
     if (rc) {
         sn_traj_free(t);
         return rc;
     }
     *out = t;
     return SN_OK;
+}
+
+int sn_traj_parse(const char *json, size_t len, const char *where, struct sn_traj **out,
+                  struct sn_err *err)
+{
+    struct ctx c = {.where = where ? where : "<trajectory>", .err = err};
+    return parse_at(json, len, &c, out);
 }
 
 void sn_traj_free(struct sn_traj *t)
@@ -679,9 +699,8 @@ int sn_traj_reader_next(struct sn_traj_reader *r, struct sn_traj **out, struct s
             r->done = true;
             return SN_OK;
         }
-        char where[600];
-        snprintf(where, sizeof where, "%s:%llu", sn_lines_path(r->lines),
-                 (unsigned long long)sn_lines_lineno(r->lines));
+        struct ctx c = {.path = sn_lines_path(r->lines), .lineno = sn_lines_lineno(r->lines),
+                        .err = &e};
         size_t b = 0;
         while (b < len && (line[b] == ' ' || line[b] == '\t'))
             b++;
@@ -690,10 +709,10 @@ int sn_traj_reader_next(struct sn_traj_reader *r, struct sn_traj **out, struct s
         if (!complete) {
             sn_err_set(&e, SN_E_FORMAT,
                        "%s: truncated last line (no newline at end of file; a killed writer?)",
-                       where);
+                       WHERE(&c));
             r->done = true;
         } else {
-            rc = sn_traj_parse(line, len, where, out, &e);
+            rc = parse_at(line, len, &c, out);
             if (!rc) {
                 r->n_ok++;
                 return SN_OK;
