@@ -32,7 +32,7 @@ static struct sn_llm_backend *open_cfg(const char *fmt, ...)
     cJSON *j = cJSON_Parse(text);
     struct sn_llm_backend *b = NULL;
     struct sn_err err = { 0 };
-    int rc = sn_llm_openai_open(j, &b, &err);
+    int rc = sn_llm_backend_open(j, &b, &err); /* dispatch on "kind" (data/sim/backend.c) */
     CHECK_MSG(rc == SN_OK, "open %s: %s", text, err.msg);
     cJSON_Delete(j);
     return b;
@@ -40,8 +40,7 @@ static struct sn_llm_backend *open_cfg(const char *fmt, ...)
 
 static void close_b(struct sn_llm_backend *b)
 {
-    if (b)
-        b->ops->close(b);
+    sn_llm_backend_close(b);
 }
 
 /* One request: a system message and `user`. seed < 0: none. */
@@ -53,7 +52,7 @@ static int ask(struct sn_llm_backend *b, const char *user, int64_t seed, struct 
                                   .top_p = -1, .has_seed = seed >= 0, .seed = seed };
     sn_err_clear(err);
     double t0 = sn_now();
-    int rc = b->ops->complete(b, &req, r, err);
+    int rc = sn_llm_complete(b, &req, r, err);
     if (elapsed)
         *elapsed = sn_now() - t0;
     return rc;
@@ -61,8 +60,7 @@ static int ask(struct sn_llm_backend *b, const char *user, int64_t seed, struct 
 
 static void reply_free(struct sn_llm_reply *r)
 {
-    sn_free(r->text);
-    r->text = NULL;
+    sn_llm_reply_free(r);
 }
 
 /* The last logged request whose body contains `marker` (parsed; caller deletes). */
@@ -102,7 +100,7 @@ static void test_body_and_headers(void)
                                   .seed = INT64_C(9007199254740993) };
     struct sn_llm_reply r;
     struct sn_err err = { 0 };
-    CHECK(b->ops->complete(b, &req, &r, &err) == SN_OK);
+    CHECK(sn_llm_complete(b, &req, &r, &err) == SN_OK);
     CHECK(r.attempts == 1 && !r.cached && r.latency_ms > 0);
     /* the server's usage: words of the message (3) and of its reply text */
     CHECK(r.prompt_tokens == 3);
@@ -151,7 +149,7 @@ static void test_body_and_headers(void)
     struct sn_chat_msg m2[1] = { { "user", "body-check-2" } };
     struct sn_llm_request req2 = { .messages = m2, .n_messages = 1, .model = "m-request",
                                    .temperature = 1.5, .top_p = -1 };
-    CHECK(b->ops->complete(b, &req2, &r, &err) == SN_OK);
+    CHECK(sn_llm_complete(b, &req2, &r, &err) == SN_OK);
     reply_free(&r);
     rec = logged("body-check-2");
     body = cJSON_GetObjectItem(rec, "body");
@@ -162,7 +160,7 @@ static void test_body_and_headers(void)
     close_b(b);
 
     /* no api_key_env: no Authorization header at all */
-    b = open_cfg("{\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\"}", srv.port);
+    b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\"}", srv.port);
     CHECK(ask(b, "no-auth-check", -1, &r, &err, NULL) == SN_OK);
     reply_free(&r);
     rec = logged("no-auth-check");
@@ -215,28 +213,63 @@ static int run_many(struct sn_llm_backend *b, int n, const char *tag, int *n_cac
     return ok;
 }
 
+struct in_flight_probe {
+    struct sn_llm_backend *b;
+    volatile int stop;
+    int max;
+};
+
+static void *probe(void *arg)
+{
+    struct in_flight_probe *p = arg;
+    while (!p->stop) {
+        int v = __atomic_load_n(&p->b->stats.in_flight, __ATOMIC_RELAXED);
+        if (v > p->max)
+            p->max = v;
+        usleep(2000);
+    }
+    return NULL;
+}
+
 static void test_concurrency(void)
 {
     /* 48 callers, 8 slots, every answer takes 150 ms: the server must see exactly 8 at once */
     struct sn_llm_backend *b = open_cfg(
-        "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"concurrency\":8,"
+        "{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"concurrency\":8,"
         "\"headers\":{\"X-Fake\":\"latency_ms=150\"}}", srv.port);
     if (!b)
         return;
     fake_reset(&srv);
     int cached;
+    struct in_flight_probe pr = { .b = b };
+    pthread_t pt;
+    pthread_create(&pt, NULL, probe, &pr);
     double t0 = sn_now();
     CHECK(run_many(b, 48, "conc", &cached) == 48);
     double dt = sn_now() - t0;
+    pr.stop = 1;
+    pthread_join(pt, NULL);
+    CHECK_MSG(pr.max == 8, "stats.in_flight peaked at %d", pr.max);
     CHECK(cached == 0);
     CHECK_MSG(fake_stat(&srv, "max_concurrent") == 8, "max_concurrent %d",
               fake_stat(&srv, "max_concurrent"));
     CHECK(fake_stat(&srv, "hits") == 48);
     /* 6 waves of 150 ms: at least 0.9 s; generous upper bound for a loaded machine */
     CHECK_MSG(dt >= 0.9 && dt < 6.0, "48 requests took %.3f s", dt);
-    struct sn_llm_stats st = b->stats;
+    struct sn_llm_stats st = sn_llm_backend_stats(b);
     CHECK(st.requests == 48 && st.completed == 48 && st.failed == 0 && st.in_flight == 0);
     CHECK(st.prompt_tokens > 0 && st.completion_tokens > 0);
+    close_b(b);
+
+    /* more slots than the loop starts per pass (64): 100 slots, 150 callers, 300 ms each */
+    b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\","
+                 "\"concurrency\":100,\"headers\":{\"X-Fake\":\"latency_ms=300\"}}", srv.port);
+    if (!b)
+        return;
+    fake_reset(&srv);
+    CHECK(run_many(b, 150, "wide", &cached) == 150);
+    CHECK_MSG(fake_stat(&srv, "max_concurrent") == 100, "max_concurrent %d",
+              fake_stat(&srv, "max_concurrent"));
     close_b(b);
 }
 
@@ -266,7 +299,7 @@ static void test_retries(void)
 {
     /* backoff 10 ms: any delay of a second or so can only come from the server's header */
     struct sn_llm_backend *b = open_cfg(
-        "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"max_retries\":3,"
+        "{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"max_retries\":3,"
         "\"backoff_base_s\":0.01,\"backoff_max_s\":0.02,\"timeout_s\":0.6,\"cache\":false}",
         srv.port);
     if (!b)
@@ -282,7 +315,7 @@ static void test_retries(void)
     /* a fresh backend: curl itself re-sends once, silently, when a *reused* keep-alive
     ** connection dies before any reply; on a new connection the retry is ours to count */
     struct sn_llm_backend *fresh = open_cfg(
-        "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"max_retries\":3,"
+        "{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"max_retries\":3,"
         "\"backoff_base_s\":0.01,\"cache\":false}", srv.port);
     expect_retry(fresh, "fail=drop", 2, 0.0, 1.0);
     close_b(fresh);
@@ -322,7 +355,7 @@ static void test_retries(void)
     close_b(b);
 
     /* a connection that always dies: retried up to max_retries, then the transport error */
-    b = open_cfg("{\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"max_retries\":3,"
+    b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"max_retries\":3,"
                  "\"backoff_base_s\":0.01,\"cache\":false}", srv.port);
     {
         struct sn_llm_reply r;
@@ -337,7 +370,7 @@ static void test_retries(void)
     close_b(b);
 
     /* null content with reasoning text: the reasoning is the reply */
-    b = open_cfg("{\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"cache\":false}",
+    b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"cache\":false}",
                  srv.port);
     struct sn_llm_reply r;
     struct sn_err err;
@@ -347,7 +380,7 @@ static void test_retries(void)
     close_b(b);
 
     /* connection refused: retried, then an error naming the transport failure */
-    b = open_cfg("{\"base_url\":\"http://127.0.0.1:1/v1\",\"model\":\"m\",\"max_retries\":2,"
+    b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:1/v1\",\"model\":\"m\",\"max_retries\":2,"
                  "\"backoff_base_s\":0.01}");
     CHECK(ask(b, "refused", -1, &r, &err, NULL) == SN_E_BACKEND);
     CHECK_MSG(strstr(err.msg, "transport error") && strstr(err.msg, "after 3 attempts"), "%s",
@@ -383,7 +416,7 @@ static void test_cache_and_secrets(void)
 {
     char cache[600];
     snprintf(cache, sizeof cache, "%s/cache", dir);
-    const char *cfg = "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\","
+    const char *cfg = "{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\","
                       "\"api_key_env\":\"SN_TEST_OPENAI_KEY\",\"cache_dir\":\"%s\","
                       "\"concurrency\":4,\"max_retries\":0}";
     struct sn_llm_backend *b = open_cfg(cfg, srv.port, cache);
@@ -436,7 +469,7 @@ static void test_cache_and_secrets(void)
     close_b(b);
 
     /* cache:false never reads or writes */
-    b = open_cfg("{\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"cache_dir\":\"%s\","
+    b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"cache_dir\":\"%s\","
                  "\"cache\":false}", srv.port, cache);
     fake_reset(&srv);
     CHECK(run_many(b, 12, "cache", &cached) == 12);

@@ -5,7 +5,7 @@
 ** reason (status, server text, attempts); the API key (sent, as the server log shows) absent
 ** from trajectories, errors and cache; a second run into a fresh directory with the same cache
 ** makes server requests only for the failing item and writes the same trajectories (latency
-** aside). */
+** aside); a third run into the first directory retries only the failed item. */
 #include "tests/test_data_openai_server.h"
 #include "tests/testutil.h"
 
@@ -101,9 +101,20 @@ int main(void)
                      "sed -E 's/\"latency_ms\":[0-9.e+-]+//g' | sort > $d.txt; done; "
                      "test -s a.txt && cmp -s a.txt b.txt", dir) == 0);
 
+    /* run 3 into the first directory: the failed item is retried (and fails again), nothing
+    ** else is redone */
+    lines0 = count_lines(srv.log);
+    rc = sn_test_sh("cd %s && '%s' simulate --recipe r.json -o out/a --progress none 2> run3.err",
+                    dir, bin);
+    CHECK_MSG(rc == 1, "simulate exit %d", rc);
+    CHECK(count_lines(srv.log) - lines0 == 2);
+    CHECK(count_lines(errors) == 1);
+    CHECK(sn_test_sh("cd %s && test $(zcat out/a/trajectories-0of1.jsonl.gz | wc -l) = 3", dir) ==
+          0);
+
     /* the key: sent to the server, never written by us */
     CHECK(sn_test_sh("grep -qF 'Bearer %s' %s", SECRET, srv.log) == 0);
-    CHECK(sn_test_sh("cd %s && ! grep -rqF '%s' out cache run1.err run2.err && "
+    CHECK(sn_test_sh("cd %s && ! grep -rqF '%s' out cache run1.err run2.err run3.err && "
                      "! zcat out/*/trajectories-0of1.jsonl.gz | grep -qF '%s'", dir, SECRET,
                      SECRET) == 0);
     CHECK(sn_test_sh("cd %s && test $(find cache -name '*.json' | wc -l) -gt 0", dir) == 0);

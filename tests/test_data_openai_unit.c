@@ -28,7 +28,7 @@ static void test_parse(void)
     CHECK_STR(r.text, "The answer is (B).");
     CHECK(r.prompt_tokens == 17 && r.completion_tokens == 5);
     CHECK_STR(finish, "stop");
-    sn_free(r.text);
+    sn_llm_reply_free(&r);
 
     /* array of parts, no usage */
     CHECK(parse("{\"choices\":[{\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"ab\"},"
@@ -37,22 +37,22 @@ static void test_parse(void)
     CHECK_STR(r.text, "abcd");
     CHECK(r.prompt_tokens == -1 && r.completion_tokens == -1);
     CHECK_STR(finish, "");
-    sn_free(r.text);
+    sn_llm_reply_free(&r);
 
     /* null content: vLLM reasoning parser, Ollama "reasoning" */
     CHECK(parse("{\"choices\":[{\"message\":{\"content\":null,\"reasoning_content\":\"think\"}}]}",
                 &r, finish, why) == SN_OPENAI_PARSE_OK);
     CHECK_STR(r.text, "think");
-    sn_free(r.text);
+    sn_llm_reply_free(&r);
     CHECK(parse("{\"choices\":[{\"message\":{\"reasoning\":\"hmm\"}}]}", &r, finish, why) ==
           SN_OPENAI_PARSE_OK);
     CHECK_STR(r.text, "hmm");
-    sn_free(r.text);
+    sn_llm_reply_free(&r);
     /* empty string content is a valid (empty) answer */
     CHECK(parse("{\"choices\":[{\"message\":{\"content\":\"\"}}]}", &r, finish, why) ==
           SN_OPENAI_PARSE_OK);
     CHECK_STR(r.text, "");
-    sn_free(r.text);
+    sn_llm_reply_free(&r);
 
     /* rejected: no content, error object */
     CHECK(parse("{\"choices\":[{\"message\":{\"content\":null},\"finish_reason\":\"length\"}]}",
@@ -77,7 +77,7 @@ static void test_parse(void)
     CHECK(parse("{\"choices\":[{\"message\":{\"content\":\"x\"}}],\"usage\":{\"prompt_tokens\":"
                 "-3,\"completion_tokens\":1e300}}", &r, finish, why) == SN_OPENAI_PARSE_OK);
     CHECK(r.prompt_tokens == -1 && r.completion_tokens == -1);
-    sn_free(r.text);
+    sn_llm_reply_free(&r);
 }
 
 static void test_messages(void)
