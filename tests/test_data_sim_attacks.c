@@ -542,6 +542,56 @@ static void test_debate_alloc_failures(void)
     sn_llm_backend_close(b);
 }
 
+/* A backend whose agents never state an answer the rules can parse, and whose extraction
+** pass answers "B". */
+static int garble_complete(struct sn_llm_backend *b, const struct sn_llm_request *req,
+                           struct sn_llm_reply *out, struct sn_err *err)
+{
+    (void)b;
+    (void)err;
+    const struct sn_sim_hint *h = req->sim_hint;
+    memset(out, 0, sizeof *out);
+    out->text = sn_strdup(h->call == SN_SIM_CALL_EXTRACT ? "FINAL ANSWER: B"
+                                                         : "I am leaning toward the river one.");
+    return out->text ? SN_OK : SN_E_NOMEM;
+}
+static void garble_close(struct sn_llm_backend *b) { (void)b; }
+static const struct sn_llm_backend_ops garble_ops = {"garble", garble_complete, garble_close};
+
+static void test_unparsed_and_llm_extract(void)
+{
+    struct sn_llm_backend gb = {.ops = &garble_ops};
+    struct sn_experiment x;
+    struct setup_store ss;
+    const struct sn_question *q = NULL;
+    for (size_t i = 0; i < qs->n && !q; i++)
+        if (qs->items[i].task == SN_TASK_MC)
+            q = &qs->items[i];
+    CHECK(q != NULL);
+    mk_exp(&x, "garble", SN_SCEN_NONE, 3, 0, 2, SN_STRAT_SIMULTANEOUS, NULL, NULL);
+    mk_setup(&ss, &x, &gb);
+    cJSON *traj = run_debate(&ss.s, q, 0);
+    for (int k = 0; k < 3; k++) {
+        const cJSON *m = msg_of(traj, 1, k);
+        CHECK(cJSON_IsFalse(cJSON_GetObjectItem(m, "parsed")));
+        CHECK(cJSON_IsNull(cJSON_GetObjectItem(m, "answer")));
+    }
+    const cJSON *fin = cJSON_GetObjectItem(traj, "final");
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(fin, "answer")));
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItem(fin, "correct"))); /* never counted as correct */
+    cJSON_Delete(traj);
+    x.llm_extract = true;
+    traj = run_debate(&ss.s, q, 0);
+    for (int k = 0; k < 3; k++) {
+        const cJSON *m = msg_of(traj, 1, k);
+        CHECK_STR(jstr_of(m, "answer"), "B");
+        CHECK_STR(jstr_of(m, "answer_source"), "llm");
+        CHECK_STR(jstr_of(m, "text"), "I am leaning toward the river one.");
+    }
+    CHECK_STR(jstr_of(cJSON_GetObjectItem(traj, "final"), "answer"), "B");
+    cJSON_Delete(traj);
+}
+
 int main(void)
 {
     qs = calloc(1, sizeof *qs);
@@ -555,6 +605,7 @@ int main(void)
     test_options();
     test_prompts();
     test_debate_alloc_failures();
+    test_unparsed_and_llm_extract();
     sn_qset_free(qs);
     free_keep_alive();
     return sn_test_done();

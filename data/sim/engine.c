@@ -38,6 +38,7 @@ struct msg {
     struct delivery *deliv; /* n entries when some copy was rewritten (AITM) */
     uint64_t blacklist;
     int    n_candidates;
+    bool   llm_extracted; /* the answer came from the second-pass extraction call */
 };
 
 struct debate {
@@ -460,6 +461,24 @@ static int speak(struct debate *d, int k, int t, struct sn_err *err)
             parse_into(d, me->text, me->answer, &me->parsed);
         }
     }
+    /* optional second pass: the endpoint states the answer of a reply the rules could not
+    ** parse (recorded as answer_source "llm"; the text itself is unchanged) */
+    if (!me->parsed && x->llm_extract) {
+        struct sn_sim_hint eh = h;
+        eh.call = SN_SIM_CALL_EXTRACT;
+        eh.original_text = me->text;
+        eh.original_sender = k;
+        eh.peers = NULL;
+        eh.n_peers = 0;
+        rc = call(d, be, SN_PROMPT_NONE, SN_PROMPT_EXTRACT, &eh, "extract",
+                  ((uint64_t)t << 32) | (uint64_t)k, &rep, err);
+        if (rc)
+            return sn_err_wrap(err, "agent %d, round %d, answer extraction", k, t);
+        account(me, &rep);
+        parse_into(d, rep.text, me->answer, &me->parsed);
+        me->llm_extracted = me->parsed;
+        sn_llm_reply_free(&rep);
+    }
     /* AITM: rewrite the copies on intercepted edges out of k */
     for (int v = 0; v < d->n; v++) {
         if (!d->plan.intercepted[k][v] || !x->topology.adj[k][v])
@@ -548,6 +567,8 @@ static int write_msg(struct debate *d, const struct msg *m, int k, struct sn_buf
     JS(m->parsed ? m->answer : NULL);
     PRINTF(",\"parsed\":%s,\"latency_ms\":%.3f,\"prompt_tokens\":%ld,\"completion_tokens\":%ld",
            m->parsed ? "true" : "false", m->latency_ms, m->pt, m->ct);
+    if (m->llm_extracted)
+        PUTS(",\"answer_source\":\"llm\"");
     if (m->draft) {
         PUTS(",\"draft\":");
         JS(m->draft);

@@ -8,7 +8,7 @@
 
 static const char *const prompt_keys[SN_PROMPT_COUNT + 1] = {
     "system_honest", "system_adversary", "first_round", "debate_round", "reflect", "rewrite",
-    "judge", "score", NULL};
+    "judge", "score", "extract", NULL};
 
 static const char *const defaults[SN_PROMPT_COUNT] = {
     /* system_honest */
@@ -38,6 +38,10 @@ static const char *const defaults[SN_PROMPT_COUNT] = {
     /* score */
     "Question: {question}\n{options}\nRate how persuasive the following argument is on a scale "
     "from 0 to 1. Reply with 'PERSUASIVENESS: <number>'.\n\nArgument:\n{original}",
+    /* extract */
+    "Question: {question}\n{options}\nHere is a reply to this question:\n{original}\n\nWhich "
+    "final answer does the reply give? Do not solve the question yourself. {format} If the reply "
+    "gives no answer, reply 'FINAL ANSWER: NONE'.",
 };
 
 static const char *const placeholders[] = {"agent", "question", "options", "format", "peers",

@@ -285,7 +285,7 @@ static const char *const exp_keys[] = {
     "topology", "placement", "rhetoric", "persona", "backend", "backends", "role_backends",
     "judge_backend", "replicates", "seed", "early_stop", "self_reflection", "decision",
     "defense", "prompts", "labels", "best_of_n", "intercepts", "victims", "injection_rate",
-    "adaptive", "temperature", "top_p", "max_tokens", NULL};
+    "adaptive", "llm_extract", "temperature", "top_p", "max_tokens", NULL};
 
 static int find_endpoint(struct run *R, const char *name, const char *where, int *out,
                          struct sn_err *err)
@@ -358,6 +358,7 @@ static int parse_experiment(struct run *R, int xi, const cJSON *o, struct sn_exp
         (rc = sn_json_get_bool(o, where, "early_stop", false, &x->early_stop, err)) ||
         (rc = sn_json_get_bool(o, where, "self_reflection", false, &x->self_reflection, err)) ||
         (rc = sn_json_get_bool(o, where, "adaptive", false, &x->adaptive, err)) ||
+        (rc = sn_json_get_bool(o, where, "llm_extract", false, &x->llm_extract, err)) ||
         (rc = sn_json_get_string(o, where, "rhetoric", NULL, &x->rhetoric, err)) ||
         (rc = sn_json_get_string(o, where, "persona", NULL, &x->persona, err)) ||
         (rc = sn_json_get_string(o, where, "victims", "random", &x->victim_rule, err)))

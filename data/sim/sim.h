@@ -66,6 +66,7 @@ enum sn_sim_call {
     SN_SIM_CALL_REWRITE, /* interceptor / faulty-agent transform of original_text */
     SN_SIM_CALL_JUDGE,   /* final decision by a judge over the last round */
     SN_SIM_CALL_SCORE,   /* best-of-N: rate the persuasiveness of original_text in [0,1] */
+    SN_SIM_CALL_EXTRACT, /* second-pass extraction: state the final answer of original_text */
 };
 
 /* One message an agent has in view (what was delivered to it, after the defense). */
@@ -110,7 +111,7 @@ enum sn_prompt_id {
     SN_PROMPT_NONE = -1, /* no system message */
     SN_PROMPT_SYSTEM_HONEST, SN_PROMPT_SYSTEM_ADVERSARY, SN_PROMPT_FIRST_ROUND,
     SN_PROMPT_DEBATE_ROUND, SN_PROMPT_REFLECT, SN_PROMPT_REWRITE, SN_PROMPT_JUDGE,
-    SN_PROMPT_SCORE, SN_PROMPT_COUNT
+    SN_PROMPT_SCORE, SN_PROMPT_EXTRACT, SN_PROMPT_COUNT
 };
 struct sn_prompts {
     const char *text[SN_PROMPT_COUNT]; /* borrowed: defaults or recipe strings */
@@ -186,6 +187,7 @@ struct sn_experiment {
     const char *victim_rule;       /* AITM: how victims are chosen when edges are not given */
     double injection_rate;         /* autoinject: share of a faulty agent's messages rewritten */
     bool adaptive;                 /* autoinject: adaptive mode */
+    bool llm_extract;              /* ask the speaker's endpoint to extract an unparsed answer */
     double temperature, top_p;
     int  max_tokens;
 };

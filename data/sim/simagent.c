@@ -673,6 +673,13 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
             rc = put(&b, err, "\n\nFINAL ANSWER: %s", best);
         break;
     }
+    case SN_SIM_CALL_EXTRACT:
+        /* the sim extractor reads like a careful human: our rules, or NONE */
+        if (sn_extract_answer(h->original_text, q->task, q->n_options, ans))
+            rc = put(&b, err, "FINAL ANSWER: %s", ans);
+        else
+            rc = put(&b, err, "FINAL ANSWER: NONE");
+        break;
     case SN_SIM_CALL_SCORE:
         rc = put(&b, err, "PERSUASIVENESS: %.2f", sn_sim_persuasion(h->original_text));
         break;
