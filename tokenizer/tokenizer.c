@@ -31,7 +31,7 @@
 #define MAX_IDS      (1 << 24)   /* sanity bound on vocabulary ids from the file */
 #define SMALL_WORD   48          /* words up to this many bytes use the array scan */
 #define CACHE_SLOTS  8192        /* per-thread pre-token cache (direct mapped) */
-#define CACHE_KEY    30          /* longest pre-token (bytes) kept in the cache */
+#define CACHE_KEY    26          /* longest pre-token (bytes) kept in the cache */
 #define CACHE_IDS    8           /* most ids of a cached pre-token */
 #define NO_RANK      UINT32_MAX
 
@@ -45,12 +45,25 @@ struct added_token {
     bool     special;
 };
 
-struct cache_slot {
+struct cache_slot {             /* 64 bytes: one cache line */
     uint32_t h;                 /* low bits of the word hash; klen 0 = empty */
     uint8_t  klen, n_ids;
     char     key[CACHE_KEY];
     int32_t  ids[CACHE_IDS];
 };
+
+struct merge_slot {
+    uint64_t key;               /* (a << 32 | b) + 1; 0 = empty */
+    uint32_t rank;
+    int32_t  nid;               /* the merged token */
+};
+
+struct merge_val {
+    uint32_t rank;              /* NO_RANK = no merge */
+    int32_t  nid;
+};
+
+_Static_assert(sizeof(struct cache_slot) == 64, "cache slot is one cache line");
 
 struct heap_entry {
     uint32_t rank, pos;
@@ -80,10 +93,9 @@ struct sn_tokenizer {
     uint8_t  *tok_added;       /* per id: 1 when it is an added token */
     int32_t  *vmap;            /* open addressing over vocab ids, keyed by their bytes; -1 empty */
     size_t    vmap_mask;
-    uint64_t *mkey;            /* merges: key (a << 32 | b) + 1; 0 = empty */
-    uint32_t *mrank;
-    int32_t  *mnew;
+    struct merge_slot *merges; /* open addressing over merges of two tokens */
     size_t    mmask;
+    struct merge_val *byte_merges; /* [256 * 256]: merges of two single-byte tokens, direct */
     size_t    n_merges;
     int32_t   byte_id[256];
     struct added_token *added;  /* sorted by first byte, then longest first */
@@ -237,9 +249,12 @@ static uint32_t utf8_next(const uint8_t *s, size_t *len)
 }
 
 /* True when valid UTF-8 s[0..n) is certainly already in NFC, so utf8proc can be skipped.
-** Every code point below U+0300 and all CJK Unified Ideographs (U+4E00-U+9FFF) and emoji
-** blocks (U+1F000-U+1FAFF) have NFC_Quick_Check = Yes and combining class 0, and no two of
-** them compose with each other (UAX #15); anything else sends the segment to utf8proc. */
+** Every code point in the ranges below is unchanged by NFC on its own, has combining class 0,
+** and is never the second character of a canonical decomposition, so no two of them compose
+** (UAX #15); checked for every code point with Python's unicodedata (Unicode 14). Anything
+** else sends the segment to utf8proc. Ranges: < U+0300 (Latin), Cyrillic letters, general
+** punctuation U+2010-2027, CJK symbols U+3001-3029, kana (without the combining voicing
+** marks U+3099/309A), CJK Unified Ideographs, Hangul syllables, fullwidth forms, emoji. */
 static bool nfc_surely(const uint8_t *s, size_t n)
 {
     size_t i = 0;
@@ -250,7 +265,11 @@ static bool nfc_surely(const uint8_t *s, size_t n)
         }
         size_t l;
         uint32_t cp = utf8_next(s + i, &l);
-        if (!(cp < 0x300 || (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x1F000 && cp <= 0x1FAFF)))
+        if (!(cp < 0x300 || (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
+              (cp >= 0x3041 && cp <= 0x3096) || (cp >= 0x30A1 && cp <= 0x30FA) ||
+              (cp >= 0x3001 && cp <= 0x3029) || (cp >= 0x1F000 && cp <= 0x1FAFF) ||
+              (cp >= 0x400 && cp <= 0x482) || (cp >= 0x48A && cp <= 0x4FF) ||
+              (cp >= 0x2010 && cp <= 0x2027) || (cp >= 0xFF01 && cp <= 0xFF5E)))
             return false;
         i += l;
     }
@@ -309,18 +328,20 @@ static int32_t vocab_find(const struct sn_tokenizer *tok, const char *b, size_t 
     }
 }
 
+/* Rank of merging tokens a and b (and the merged id in *nid), or NO_RANK. One cache line per
+** probe: the table of 151k Qwen merges is 4 MB, so misses, not arithmetic, set the cost. */
 static inline uint32_t merge_find(const struct sn_tokenizer *tok, int32_t a, int32_t b,
                                   int32_t *nid)
 {
     uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
     size_t i = (size_t)mix64(key) & tok->mmask;
     for (;;) {
-        uint64_t k = tok->mkey[i];
-        if (k == key) {
-            *nid = tok->mnew[i];
-            return tok->mrank[i];
+        const struct merge_slot *m = &tok->merges[i];
+        if (m->key == key) {
+            *nid = m->nid;
+            return m->rank;
         }
-        if (!k)
+        if (!m->key)
             return NO_RANK;
         i = (i + 1) & tok->mmask;
     }
@@ -331,11 +352,9 @@ static void merge_put(struct sn_tokenizer *tok, int32_t a, int32_t b, uint32_t r
 {
     uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
     size_t i = (size_t)mix64(key) & tok->mmask;
-    while (tok->mkey[i] && tok->mkey[i] != key)
+    while (tok->merges[i].key && tok->merges[i].key != key)
         i = (i + 1) & tok->mmask;
-    tok->mkey[i] = key;
-    tok->mrank[i] = rank;
-    tok->mnew[i] = nid;
+    tok->merges[i] = (struct merge_slot){key, rank, nid};
 }
 
 /* ---- per-thread scratch ------------------------------------------------------------------- */
@@ -347,7 +366,7 @@ static void tstate_destroy(struct tstate *st)
     pcre2_match_data_free(st->md);
     pcre2_match_context_free(st->mctx);
     pcre2_jit_stack_free(st->jstack);
-    sn_free(st->cache);
+    free(st->cache); /* posix_memalign */
     sn_free(st->sym);
     sn_free(st->prv);
     sn_free(st->nxt);
@@ -363,9 +382,9 @@ static struct tstate *tstate_create(const struct sn_tokenizer *tok, bool with_ca
     if (!st)
         return NULL;
     if (with_cache) {
-        st->cache = sn_calloc(CACHE_SLOTS, sizeof *st->cache);
-        if (!st->cache)
+        if (posix_memalign((void **)&st->cache, 64, CACHE_SLOTS * sizeof *st->cache))
             goto fail;
+        memset(st->cache, 0, CACHE_SLOTS * sizeof *st->cache);
     }
     if (tok->re) {
         st->md = pcre2_match_data_create_from_pattern(tok->re, NULL);
@@ -470,11 +489,14 @@ static int tstate_reserve(struct tstate *st, size_t n, bool heap, struct sn_err 
 /* ---- BPE ---------------------------------------------------------------------------------- */
 
 /* Merges sym[0..m) in place (array form, for short words); returns the new count. */
-static size_t bpe_small(const struct sn_tokenizer *tok, int32_t *sym, uint32_t *rk, int32_t *nw,
-                        size_t m)
+static size_t bpe_small(const struct sn_tokenizer *tok, const uint8_t *w, int32_t *sym,
+                        uint32_t *rk, int32_t *nw, size_t m)
 {
-    for (size_t i = 0; i + 1 < m; i++)
-        rk[i] = merge_find(tok, sym[i], sym[i + 1], &nw[i]);
+    for (size_t i = 0; i + 1 < m; i++) {
+        const struct merge_val *v = &tok->byte_merges[w[i] * 256 + w[i + 1]];
+        rk[i] = v->rank;
+        nw[i] = v->nid;
+    }
     while (m > 1) {
         uint32_t best = NO_RANK;
         size_t bi = 0;
@@ -542,7 +564,8 @@ static struct heap_entry heap_pop(struct heap_entry *h, size_t *n)
 
 /* Linked-list BPE with a (rank, position) min-heap for long words; same merge order as
 ** bpe_small: lowest rank first, leftmost among equals. Returns the count left in sym. */
-static size_t bpe_large(const struct sn_tokenizer *tok, struct tstate *st, size_t m)
+static size_t bpe_large(const struct sn_tokenizer *tok, struct tstate *st, const uint8_t *w,
+                        size_t m)
 {
     int32_t *sym = st->sym, *prv = st->prv, *nxt = st->nxt, nid = 0;
     struct heap_entry *h = st->heap;
@@ -552,7 +575,7 @@ static size_t bpe_large(const struct sn_tokenizer *tok, struct tstate *st, size_
         nxt[i] = i + 1 < m ? (int32_t)i + 1 : -1;
     }
     for (size_t i = 0; i + 1 < m; i++) {
-        uint32_t r = merge_find(tok, sym[i], sym[i + 1], &nid);
+        uint32_t r = tok->byte_merges[w[i] * 256 + w[i + 1]].rank;
         if (r != NO_RANK)
             heap_push(h, &nh, (struct heap_entry){r, (uint32_t)i});
     }
@@ -620,7 +643,7 @@ static int bpe_word(const struct sn_tokenizer *tok, struct tstate *st, const uin
         return rc;
     for (size_t i = 0; i < n; i++)
         st->sym[i] = tok->byte_id[w[i]];
-    size_t m = large ? bpe_large(tok, st, n) : bpe_small(tok, st->sym, st->rk, st->nw, n);
+    size_t m = large ? bpe_large(tok, st, w, n) : bpe_small(tok, w, st->sym, st->rk, st->nw, n);
     if ((rc = ids_reserve(out, m, err)))
         return rc;
     memcpy(out->v + out->n, st->sym, m * sizeof(int32_t));
@@ -825,9 +848,8 @@ void sn_tokenizer_free(struct sn_tokenizer *tok)
     sn_free(tok->tok_len);
     sn_free(tok->tok_added);
     sn_free(tok->vmap);
-    sn_free(tok->mkey);
-    sn_free(tok->mrank);
-    sn_free(tok->mnew);
+    sn_free(tok->merges);
+    sn_free(tok->byte_merges);
     sn_free(tok);
 }
 
@@ -1049,13 +1071,12 @@ static int load_model(struct sn_tokenizer *tok, const cJSON *root, const char *p
     tok->vmap_mask = pow2_at_least(2 * n_vocab) - 1;
     tok->vmap = sn_malloc((tok->vmap_mask + 1) * sizeof *tok->vmap);
     size_t n_merges = (size_t)cJSON_GetArraySize(merges);
-    tok->mmask = pow2_at_least(2 * n_merges + 2) - 1;
-    tok->mkey = sn_calloc(tok->mmask + 1, sizeof *tok->mkey);
-    tok->mrank = sn_malloc((tok->mmask + 1) * sizeof *tok->mrank);
-    tok->mnew = sn_malloc((tok->mmask + 1) * sizeof *tok->mnew);
+    tok->mmask = pow2_at_least(n_merges + n_merges / 2 + 2) - 1; /* load <= 2/3 */
+    tok->merges = sn_calloc(tok->mmask + 1, sizeof *tok->merges);
+    tok->byte_merges = sn_malloc(256 * 256 * sizeof *tok->byte_merges);
     tok->added = sn_calloc(n_added ? n_added : 1, sizeof *tok->added);
     if (!tok->arena || !tok->tok_off || !tok->tok_len || !tok->tok_added || !tok->vmap ||
-        !tok->mkey || !tok->mrank || !tok->mnew || !tok->added)
+        !tok->merges || !tok->byte_merges || !tok->added)
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory for a vocabulary of %zu ids",
                           path, tok->n_ids);
     memset(tok->tok_len, 0xFF, tok->n_ids * sizeof *tok->tok_len);
@@ -1152,6 +1173,12 @@ static int load_model(struct sn_tokenizer *tok, const cJSON *root, const char *p
     if (rc)
         return rc;
     tok->n_merges = rank;
+    for (int a = 0; a < 256; a++)
+        for (int b = 0; b < 256; b++) {
+            struct merge_val *v = &tok->byte_merges[a * 256 + b];
+            v->nid = -1;
+            v->rank = merge_find(tok, tok->byte_id[a], tok->byte_id[b], &v->nid);
+        }
 
     /* added tokens: raw text; their id decodes to that text even if the vocab has it too */
     size_t j = 0;

