@@ -41,8 +41,9 @@ static const char *base_name(const char *path)
     return b ? b + 1 : path;
 }
 
-/* "high_school_biology_test.csv" -> "high_school_biology" */
-static void mmlu_subject(const char *path, char *out, size_t cap)
+/* "high_school_biology_test.csv" -> "high_school_biology". Returns whether a split suffix
+** was found (a JSONL file named "test.jsonl" names no subject). */
+static bool mmlu_subject(const char *path, char *out, size_t cap)
 {
     const char *b = base_name(path);
     snprintf(out, cap, "%s", b);
@@ -55,9 +56,10 @@ static void mmlu_subject(const char *path, char *out, size_t cap)
         size_t s = strlen(suf[i]);
         if (L > s && strcmp(out + L - s, suf[i]) == 0) {
             out[L - s] = '\0';
-            break;
+            return true;
         }
     }
+    return false;
 }
 
 struct item_ctx {
@@ -599,7 +601,8 @@ int sn_dataset_read_file(const char *kind, const char *path, const char *name,
         return rc;
     struct item_ctx c = {.path = path, .line = 1, .name = name, .qs = qs, .index = 0};
     char subject[256];
-    mmlu_subject(path, subject, sizeof subject);
+    bool file_names_subject = mmlu_subject(path, subject, sizeof subject);
+    const char *fsubj = !strcmp(kind, "mmlu") && file_names_subject ? subject : NULL;
     size_t s = 0;
     while (s < len && isspace((unsigned char)text[s]))
         s++;
@@ -620,7 +623,7 @@ int sn_dataset_read_file(const char *kind, const char *path, const char *name,
             cJSON_ArrayForEach(o, arr)
             {
                 c.line = (uint64_t)i + 1; /* reported as the element number */
-                rc = item_from_json(kind, &c, o, strcmp(kind, "mmlu") ? NULL : subject,
+                rc = item_from_json(kind, &c, o, fsubj,
                                     (int)cop_base, err);
                 if (rc) {
                     sn_err_wrap(err, "element %d", i);
@@ -647,7 +650,7 @@ int sn_dataset_read_file(const char *kind, const char *path, const char *name,
                     rc = sn_err_set(err, SN_E_FORMAT, "%s:%llu: invalid JSON (expected one JSON "
                                     "object per line)", path, (unsigned long long)line);
                 } else {
-                    rc = item_from_json(kind, &c, o, strcmp(kind, "mmlu") ? NULL : subject,
+                    rc = item_from_json(kind, &c, o, fsubj,
                                         (int)cop_base, err);
                     cJSON_Delete(o);
                 }

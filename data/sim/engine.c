@@ -51,7 +51,7 @@ struct debate {
     struct sn_defense *defense;
     struct msg *m; /* T * n */
     int pos[SN_SIM_MAX_AGENTS]; /* speaking position within a round (= id order) */
-    char options[4096];
+    struct sn_buf options; /* "A) ...\n" lines for the prompts */
     char format[160];
     struct sn_debate_stats *stats;
     struct sn_buf prompt_sys, prompt_user, peers_txt;
@@ -189,7 +189,7 @@ static int call(struct debate *d, struct sn_llm_backend *be, enum sn_prompt_id s
     int rc = format_peers(d, h->peers, h->n_peers, err);
     if (rc)
         return rc;
-    const char *vars[] = {"agent", agent, "question", d->q->question, "options", d->options,
+    const char *vars[] = {"agent", agent, "question", d->q->question, "options", d->options.data,
                           "format", d->format, "peers", d->peers_txt.data,
                           "own_answer", h->own_prev ? h->own_prev : "(none)",
                           "target", h->target ? h->target : "", "persona",
@@ -780,6 +780,7 @@ static void debate_free(struct debate *d)
     sn_buf_free(&d->prompt_sys);
     sn_buf_free(&d->prompt_user);
     sn_buf_free(&d->peers_txt);
+    sn_buf_free(&d->options);
 }
 
 int sn_debate_run(const struct sn_debate_setup *s, const struct sn_question *q, int replicate,
@@ -807,13 +808,13 @@ int sn_debate_run(const struct sn_debate_setup *s, const struct sn_question *q, 
     }
     for (int k = 0; k < d.n; k++)
         d.pos[k] = k;
-    size_t o = 0;
-    d.options[0] = '\0';
-    for (size_t i = 0; i < q->n_options && o < sizeof d.options - 1; i++)
-        o += (size_t)snprintf(d.options + o, sizeof d.options - o, "%c) %s\n", (char)('A' + i),
-                              q->options[i]);
-    if (o >= sizeof d.options)
-        d.options[sizeof d.options - 1] = '\0';
+    rc = sn_buf_append(&d.options, "", 0, err);
+    for (size_t i = 0; !rc && i < q->n_options; i++)
+        rc = sn_buf_printf(&d.options, err, "%c) %s\n", (char)('A' + i), q->options[i]);
+    if (rc) {
+        debate_free(&d);
+        return rc;
+    }
     if (q->task == SN_TASK_MC)
         snprintf(d.format, sizeof d.format, "End your reply with 'FINAL ANSWER: <letter>' "
                  "(one of A-%c).", (char)('A' + q->n_options - 1));
