@@ -159,13 +159,17 @@ static void test_body_and_headers(void)
     cJSON_Delete(rec);
     close_b(b);
 
-    /* no api_key_env: no Authorization header at all */
-    b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\"}", srv.port);
+    /* no api_key_env: no Authorization header at all; no model anywhere: no model field */
+    b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\"}", srv.port);
+    char want[128];
+    snprintf(want, sizeof want, "openai http://127.0.0.1:%d/v1 model=(server default)", srv.port);
+    CHECK_STR(sn_llm_backend_describe(b), want);
     CHECK(ask(b, "no-auth-check", -1, &r, &err, NULL) == SN_OK);
     reply_free(&r);
     rec = logged("no-auth-check");
     CHECK(rec && !cJSON_HasObjectItem(cJSON_GetObjectItem(rec, "headers"), "authorization"));
     CHECK(rec && !cJSON_HasObjectItem(cJSON_GetObjectItem(rec, "body"), "temperature"));
+    CHECK(rec && !cJSON_HasObjectItem(cJSON_GetObjectItem(rec, "body"), "model"));
     cJSON_Delete(rec);
     close_b(b);
 }
@@ -261,9 +265,9 @@ static void test_concurrency(void)
     CHECK(st.prompt_tokens > 0 && st.completion_tokens > 0);
     close_b(b);
 
-    /* more slots than the loop starts per pass (64): 100 slots, 150 callers, 300 ms each */
+    /* more slots than the loop starts per pass (64): 100 slots, 150 callers, 500 ms each */
     b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\","
-                 "\"concurrency\":100,\"headers\":{\"X-Fake\":\"latency_ms=300\"}}", srv.port);
+                 "\"concurrency\":100,\"headers\":{\"X-Fake\":\"latency_ms=500\"}}", srv.port);
     if (!b)
         return;
     fake_reset(&srv);

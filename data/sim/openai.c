@@ -344,21 +344,20 @@ nomem:
 /* ---- request body and cache key ----------------------------------------------------------- */
 
 /* Builds the JSON body of one request into *body (owned, sn_free). Fields in a fixed order:
-** model, messages, temperature, top_p, max_tokens, seed, then extra_body (sorted; its keys
+** model (when known), messages, temperature, top_p, max_tokens, seed, then extra_body (sorted; its keys
 ** replace the standard ones). */
 static int build_body(const struct oa_backend *o, const struct sn_llm_request *req, char **body,
                       struct sn_err *err)
 {
     *body = NULL;
     const char *model = req->model ? req->model : o->model;
-    if (!model)
-        return sn_err_set(err, SN_E_ARG, "openai %s: no model (set \"model\" in the endpoint "
-                          "config or in the request)", o->public_url);
     if (!req->messages || req->n_messages == 0)
         return sn_err_set(err, SN_E_ARG, "openai %s: request has no messages", o->public_url);
     cJSON *j = cJSON_CreateObject();
     cJSON *msgs = NULL;
-    if (!j || !cJSON_AddStringToObject(j, "model", model) ||
+    /* no model anywhere: the field is left out, and single-model servers (llama-server,
+    ** vLLM) answer with the one they serve */
+    if (!j || (model && !cJSON_AddStringToObject(j, "model", model)) ||
         !(msgs = cJSON_AddArrayToObject(j, "messages")))
         goto nomem;
     for (size_t i = 0; i < req->n_messages; i++) {
@@ -898,7 +897,7 @@ static int oa_complete(struct sn_llm_backend *b, const struct sn_llm_request *re
         STAT_ADD(o, completion_tokens, (uint64_t)out->completion_tokens);
     if (o->cache_dir) {
         struct sn_err ce = { 0 };
-        const char *model = req->model ? req->model : o->model;
+        const char *model = req->model ? req->model : o->model ? o->model : "";
         pthread_mutex_lock(stripe);
         int crc = cache_put(o, hex, model, out, job.finish, &ce);
         pthread_mutex_unlock(stripe);
@@ -981,7 +980,7 @@ int sn_llm_openai_open(const cJSON *config, struct sn_llm_backend **out, struct 
     if ((rc = read_config(o, config, where, err)))
         goto fail;
     snprintf(o->base.describe, sizeof o->base.describe, "openai %s model=%s", o->public_url,
-             o->model ? o->model : "(per request)");
+             o->model ? o->model : "(server default)");
     sn_rng_seed(&o->jitter, ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^
                                 (uint64_t)(uintptr_t)o);
     o->idle = sn_calloc((size_t)o->concurrency, sizeof *o->idle);
