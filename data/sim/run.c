@@ -15,7 +15,9 @@
 #include "data/sim/sim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -918,6 +920,24 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
              p->out_dir, p->shard_index, p->shard_count);
     snprintf(rep->errors_path, sizeof rep->errors_path, "%s/errors-%dof%d.jsonl", p->out_dir,
              p->shard_index, p->shard_count);
+    /* one writer per output file: a second `simulate` on the same shard and directory is
+    ** refused instead of interleaving records (the lock dies with the process) */
+    char lock_path[1100];
+    snprintf(lock_path, sizeof lock_path, "%s/.trajectories-%dof%d.lock", p->out_dir,
+             p->shard_index, p->shard_count);
+    int lock_fd = open(lock_path, O_RDWR | O_CREAT, 0644);
+    if (lock_fd < 0) {
+        rc = sn_err_set(err, SN_E_IO, "%s: %s", lock_path, strerror(errno));
+        run_free(&R);
+        return rc;
+    }
+    if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        rc = sn_err_set(err, SN_E_IO, "%s: another `sentinel simulate` is writing shard %d/%d "
+                        "in this directory", rep->traj_path, p->shard_index, p->shard_count);
+        close(lock_fd);
+        run_free(&R);
+        return rc;
+    }
     /* resume: ids already written */
     struct idset done = {0}, attempted = {0};
     if (sn_path_exists(rep->traj_path)) {
@@ -1097,6 +1117,7 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
     idset_free(&done);
     idset_free(&attempted);
     idset_free(&J.failed_ids);
+    close(lock_fd); /* releases the lock */
     sn_free(J.units);
     run_free(&R);
     return rc;
