@@ -1,16 +1,377 @@
-/* cli/cmd_build.c: `sentinel build` (DESIGN.md §1). This stage is not part of this build yet:
-** it says so and exits with SN_EXIT_UNAVAILABLE (3), distinct from failures. */
+/* cli/cmd_build.c: `sentinel build` (DESIGN.md §1; usage in docs/parts/cli-build.md).
+** Trajectories -> (context, chosen, rejected, reference) tuples -> tokenized HDF5 shards +
+** manifest.json (data/tuples.h, data/shard.h). Options come from the recipe's `build` section,
+** then --set overrides, then the command-line flags. Resumable: killed and re-run with the same
+** settings it continues and ends with the same bytes as an uninterrupted build.
+**
+** Test hook (documented in docs/parts/cli-build.md): SENTINEL_TEST_KILL_AFTER=K makes the
+** process raise SIGKILL right after the K-th tuple it tokenized and handed to the shard set,
+** so tests can interrupt a build at a deterministic point mid-shard. */
 #include "cli/cli.h"
+#include "data/tuples.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+
+static volatile sig_atomic_t cancel_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    cancel_flag = 1;
+}
+
+static const char *const build_keys[] = {
+    "inputs", "out", "tokenizer", "max_len", "shard_size", "max_pairs", "seed",
+    "validation_fraction", "test_fraction", "split_seed", "history_sentences", "history_chars",
+    "dedup", "skip_bad", "deflate_level", "summary", "reference", NULL};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: sentinel build [--recipe RECIPE] -i TRAJ... -o DIR --tokenizer FILE [options]\n"
+"\n"
+"Turns debate trajectories (*.jsonl or *.jsonl.gz, files or directories searched\n"
+"recursively) into (context, chosen, rejected, reference) tuples, renders each response with\n"
+"its context through the prompt template sentinel-chatml/1, tokenizes and truncates it to\n"
+"--max-len tokens, and writes HDF5 shards of --shard-size tuples per split (train-00000.h5,\n"
+"validation-00000.h5, test-00000.h5, ...) plus DIR/manifest.json. Layout and selection rules:\n"
+"docs/formats.md#shard.\n"
+"\n"
+"options:\n"
+"  -r, --recipe FILE      recipe (JSON); its `build` section supplies defaults\n"
+"  -i, --input PATH       trajectory file or directory (repeatable; default:\n"
+"                         build.inputs, else <out_dir>/trajectories)\n"
+"  -o, --out DIR          output directory (default: build.out, else <out_dir>/shards)\n"
+"      --tokenizer FILE   tokenizer.json (required here or as build.tokenizer)\n"
+"      --max-len N        tokens per sequence, template included (default 1024)\n"
+"      --shard-size N     tuples per shard (default 4096)\n"
+"      --max-pairs M      at most M (chosen, rejected) pairs per round, hardest negatives\n"
+"                         first, seeded (default 0 = all pairs)\n"
+"      --seed S           seed of the --max-pairs sample (default 0)\n"
+"      --skip-bad         count and skip malformed trajectory lines instead of failing\n"
+"      --set KEY=VALUE    override a recipe key, e.g. --set build.max_pairs=4\n"
+"      --progress MODE    auto (default: a bar on a terminal, plain lines otherwise), bar,\n"
+"                         plain or none\n"
+"  -h, --help             this help\n"
+"\n"
+"Recipe keys (section `build`): inputs (path or list), out, tokenizer, max_len, shard_size,\n"
+"max_pairs, seed, validation_fraction (0.05), test_fraction (0.05), split_seed (0),\n"
+"history_sentences (2), history_chars (300), dedup (true), skip_bad (false),\n"
+"deflate_level (4), summary (\"extractive\"; \"llm\" is not wired yet), reference\n"
+"(\"dataset\": the gold explanation, else a sentence from the gold answer; \"model\" is not\n"
+"wired yet).\n"
+"\n"
+"Re-running with the same settings continues an interrupted build (the shards already in\n"
+"the manifest are kept) and ends with the same bytes as an uninterrupted one; a directory\n"
+"holding a build with other settings is refused. Ctrl-C stops cleanly.\n"
+"Exit status: 0 ok, 1 failure (message names file:line and field for bad input), 2 usage\n"
+"or recipe error, 3 a requested feature is not in this build.\n");
+}
+
+struct cli_progress {
+    struct sn_progress *bar;
+    uint64_t kill_after;
+    uint64_t last;
+};
+
+static int on_progress(void *user, const struct sn_build_progress *p)
+{
+    struct cli_progress *c = user;
+    if (c->kill_after && p->tokenized >= c->kill_after)
+        raise(SIGKILL); /* test hook: see the file comment */
+    if (cancel_flag)
+        return 1;
+    if (c->bar && p->tuples - c->last >= 64) {
+        char extra[160];
+        c->last = p->tuples;
+        snprintf(extra, sizeof extra, "traj %" PRIu64 "  dup %" PRIu64 "  tokenized %" PRIu64,
+                 p->trajectories, p->counts[SN_TC_DUPLICATE], p->tokenized);
+        sn_progress_update(c->bar, p->tuples, extra);
+    }
+    return 0;
+}
+
+/* Reads one integer key of the build section into *out (unchanged when absent). */
+static int get_size(const cJSON *sec, const char *key, size_t *out, struct sn_err *err)
+{
+    int64_t v;
+    int rc = sn_json_get_int(sec, "build", key, (int64_t)*out, &v, err);
+    if (!rc && v < 0)
+        rc = sn_err_set(err, SN_E_ARG, "recipe: build.%s = %" PRId64 " must not be negative",
+                        key, v);
+    if (!rc)
+        *out = (size_t)v;
+    return rc;
+}
+
+static int parse_size(const char *opt, const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-')
+        return sn_cli_usage_error("build", "%s '%s': expected a non-negative integer", opt, s);
+    *out = (size_t)v;
+    return 0;
+}
+
+static int from_recipe(const cJSON *recipe, struct sn_build_params *p, const char **tokenizer,
+                       const char **out, const cJSON **inputs, struct sn_err *err)
+{
+    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(recipe, "build");
+    if (!sec)
+        return SN_OK;
+    if (!cJSON_IsObject(sec))
+        return sn_err_set(err, SN_E_ARG, "recipe: 'build' must be an object");
+    int rc = sn_recipe_check_keys(sec, "build", build_keys, err);
+    if (rc)
+        return rc;
+    struct sn_tuples_params *t = &p->tuples;
+    int64_t seed = 0, split_seed = 0, deflate = p->deflate_level;
+    const char *summary = "extractive", *reference = "dataset";
+    if ((rc = get_size(sec, "max_len", &p->max_len, err)) ||
+        (rc = get_size(sec, "shard_size", &p->shard_size, err)) ||
+        (rc = get_size(sec, "max_pairs", &t->max_pairs, err)) ||
+        (rc = get_size(sec, "history_sentences", &t->history_sentences, err)) ||
+        (rc = get_size(sec, "history_chars", &t->history_chars, err)) ||
+        (rc = sn_json_get_int(sec, "build", "seed", 0, &seed, err)) ||
+        (rc = sn_json_get_int(sec, "build", "split_seed", 0, &split_seed, err)) ||
+        (rc = sn_json_get_int(sec, "build", "deflate_level", deflate, &deflate, err)) ||
+        (rc = sn_json_get_double(sec, "build", "validation_fraction", t->validation_fraction,
+                                 &t->validation_fraction, err)) ||
+        (rc = sn_json_get_double(sec, "build", "test_fraction", t->test_fraction,
+                                 &t->test_fraction, err)) ||
+        (rc = sn_json_get_bool(sec, "build", "dedup", t->dedup, &t->dedup, err)) ||
+        (rc = sn_json_get_bool(sec, "build", "skip_bad", p->skip_bad, &p->skip_bad, err)) ||
+        (rc = sn_json_get_string(sec, "build", "summary", summary, &summary, err)) ||
+        (rc = sn_json_get_string(sec, "build", "reference", reference, &reference, err)) ||
+        (rc = sn_json_get_string(sec, "build", "tokenizer", *tokenizer, tokenizer, err)) ||
+        (rc = sn_json_get_string(sec, "build", "out", *out, out, err)))
+        return rc;
+    if (deflate < 0 || deflate > 9)
+        return sn_err_set(err, SN_E_ARG, "recipe: build.deflate_level = %" PRId64 " must be "
+                          "0..9", deflate);
+    p->deflate_level = (int)deflate;
+    t->seed = (uint64_t)seed;
+    t->split_seed = (uint64_t)split_seed;
+    if (!strcmp(summary, "llm"))
+        return sn_err_set(err, SN_E_UNSUPPORTED, "build.summary = \"llm\": LLM summaries of the "
+                          "history are not wired into `sentinel build` yet (the builder has the "
+                          "hook: sn_tuples_params.summarize); use \"extractive\"");
+    if (strcmp(summary, "extractive"))
+        return sn_err_set(err, SN_E_ARG, "recipe: build.summary = \"%s\": expected "
+                          "\"extractive\" (or \"llm\", not wired yet)", summary);
+    if (!strcmp(reference, "model"))
+        return sn_err_set(err, SN_E_UNSUPPORTED, "build.reference = \"model\": references "
+                          "written by a reference model are not wired into `sentinel build` "
+                          "yet (hook: sn_tuples_params.reference); use \"dataset\"");
+    if (strcmp(reference, "dataset"))
+        return sn_err_set(err, SN_E_ARG, "recipe: build.reference = \"%s\": expected "
+                          "\"dataset\" (or \"model\", not wired yet)", reference);
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(sec, "inputs");
+    if (in) {
+        bool ok = cJSON_IsString(in) || cJSON_IsArray(in);
+        const cJSON *e;
+        if (cJSON_IsArray(in))
+            cJSON_ArrayForEach(e, in) ok = ok && cJSON_IsString(e);
+        if (!ok)
+            return sn_err_set(err, SN_E_ARG, "recipe: build.inputs: expected a path or a list "
+                              "of paths");
+        *inputs = in;
+    }
+    return SN_OK;
+}
 
 int sn_cmd_build(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: sentinel build ...\n\nThis stage is not part of this build yet "
-               "(see README.md, 'Status').\n");
-        return SN_EXIT_OK;
+    static const struct option opts[] = {
+        {"recipe", required_argument, NULL, 'r'}, {"input", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'}, {"tokenizer", required_argument, NULL, 'T'},
+        {"max-len", required_argument, NULL, 'L'}, {"shard-size", required_argument, NULL, 'S'},
+        {"max-pairs", required_argument, NULL, 'M'}, {"seed", required_argument, NULL, 'E'},
+        {"skip-bad", no_argument, NULL, 'B'}, {"set", required_argument, NULL, 's'},
+        {"progress", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *recipe_path = NULL, *out = NULL, *tokenizer = NULL;
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    size_t n_inputs = 0, n_sets = 0, max_len = 0, shard_size = 0, max_pairs = 0, seed = 0;
+    bool has_max_len = false, has_shard = false, has_pairs = false, has_seed = false;
+    bool skip_bad = false;
+    int progress_mode = 0, c, status = SN_EXIT_OK;
+    if (!inputs || !sets) {
+        free(inputs);
+        free(sets);
+        fprintf(stderr, "sentinel build: out of memory\n");
+        return SN_EXIT_FAIL;
     }
-    return sn_cli_unavailable("build", "this stage is not part of this build yet "
-                                    "(see README.md, 'Status')");
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":r:i:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': recipe_path = optarg; break;
+        case 'i': inputs[n_inputs++] = optarg; break;
+        case 'o': out = optarg; break;
+        case 'T': tokenizer = optarg; break;
+        case 's': sets[n_sets++] = optarg; break;
+        case 'B': skip_bad = true; break;
+        case 'L': status = parse_size("--max-len", optarg, &max_len); has_max_len = true; break;
+        case 'S': status = parse_size("--shard-size", optarg, &shard_size); has_shard = true;
+                  break;
+        case 'M': status = parse_size("--max-pairs", optarg, &max_pairs); has_pairs = true;
+                  break;
+        case 'E': status = parse_size("--seed", optarg, &seed); has_seed = true; break;
+        case 'p':
+            if (!strcmp(optarg, "auto")) progress_mode = 0;
+            else if (!strcmp(optarg, "bar")) progress_mode = 1;
+            else if (!strcmp(optarg, "plain")) progress_mode = 2;
+            else if (!strcmp(optarg, "none")) progress_mode = 3;
+            else status = sn_cli_usage_error("build", "--progress '%s': expected auto, bar, "
+                                             "plain or none", optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            free(inputs);
+            free(sets);
+            return SN_EXIT_OK;
+        case ':':
+            status = sn_cli_usage_error("build", "option '%s' needs a value", argv[optind - 1]);
+            break;
+        default:
+            status = sn_cli_usage_error("build", "unknown option '%s'", argv[optind - 1]);
+            break;
+        }
+        if (status)
+            break;
+    }
+    if (!status && optind < argc)
+        status = sn_cli_usage_error("build", "unexpected argument '%s' (inputs go after -i)",
+                                    argv[optind]);
+    struct sn_err err = {0};
+    cJSON *recipe = NULL;
+    const cJSON *rin = NULL;
+    struct sn_build_params p = sn_build_default_params();
+    char out_buf[1024], in_buf[1024];
+    const char **in_list = NULL;
+    if (!status && recipe_path && sn_recipe_load(recipe_path, sets, n_sets, &recipe, &err))
+        status = sn_cli_fail("build", &err);
+    if (!status && !recipe_path && n_sets)
+        status = sn_cli_usage_error("build", "--set needs --recipe");
+    if (!status && recipe && from_recipe(recipe, &p, &tokenizer, &out, &rin, &err)) {
+        status = err.code == SN_E_UNSUPPORTED ? sn_cli_unavailable("build", err.msg)
+                                              : sn_cli_fail("build", &err);
+    }
+    const cJSON *od = recipe ? cJSON_GetObjectItemCaseSensitive(recipe, "out_dir") : NULL;
+    if (!status && !out) {
+        if (!cJSON_IsString(od))
+            status = sn_cli_usage_error("build", "-o DIR is required (no build.out or out_dir "
+                                        "in a recipe)");
+        else {
+            snprintf(out_buf, sizeof out_buf, "%s/shards", od->valuestring);
+            out = out_buf;
+        }
+    }
+    if (!status && !tokenizer)
+        status = sn_cli_usage_error("build", "--tokenizer FILE is required (or build.tokenizer)");
+    if (!status && !n_inputs) {
+        if (cJSON_IsString(rin)) {
+            inputs[n_inputs++] = rin->valuestring;
+        } else if (cJSON_IsArray(rin)) {
+            const cJSON *e;
+            in_list = calloc((size_t)cJSON_GetArraySize(rin) + 1, sizeof *in_list);
+            if (in_list)
+                cJSON_ArrayForEach(e, rin) in_list[n_inputs++] = e->valuestring;
+        } else if (cJSON_IsString(od)) {
+            snprintf(in_buf, sizeof in_buf, "%s/trajectories", od->valuestring);
+            inputs[n_inputs++] = in_buf;
+        }
+        if (!n_inputs)
+            status = sn_cli_usage_error("build", "no input: give -i TRAJ (or build.inputs)");
+    }
+    if (status) {
+        cJSON_Delete(recipe);
+        free(inputs);
+        free(sets);
+        free(in_list);
+        return status;
+    }
+    if (has_max_len)
+        p.max_len = max_len;
+    if (has_shard)
+        p.shard_size = shard_size;
+    if (has_pairs)
+        p.tuples.max_pairs = max_pairs;
+    if (has_seed)
+        p.tuples.seed = seed;
+    if (skip_bad)
+        p.skip_bad = true;
+    if (!p.shard_size) {
+        cJSON_Delete(recipe);
+        free(inputs);
+        free(sets);
+        free(in_list);
+        return sn_cli_usage_error("build", "--shard-size must be at least 1");
+    }
+    p.inputs = in_list ? in_list : inputs;
+    p.n_inputs = n_inputs;
+    p.out_dir = out;
+    p.tokenizer_path = tokenizer;
+
+    struct cli_progress cp = {0};
+    const char *ka = getenv("SENTINEL_TEST_KILL_AFTER");
+    if (ka && *ka)
+        cp.kill_after = strtoull(ka, NULL, 10);
+    struct sn_progress_params pp = sn_progress_default_params();
+    pp.label = "build";
+    pp.unit = "tuples";
+    pp.force_mode = progress_mode;
+    if (sn_progress_create(&pp, &cp.bar, &err))
+        cp.bar = NULL;
+    p.progress = on_progress;
+    p.user = &cp;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    struct sn_build_report rep;
+    err = (struct sn_err){0};
+    int rc = sn_tuples_build(&p, &rep, &err);
+    if (cp.bar) {
+        if (!rc)
+            sn_progress_update(cp.bar, (uint64_t)(rep.per_split[SN_SPLIT_TRAIN] +
+                               rep.per_split[SN_SPLIT_VALIDATION] + rep.per_split[SN_SPLIT_TEST]),
+                               NULL);
+        sn_progress_finish(cp.bar, rc ? "stopped" : "done");
+    }
+    if (rc == SN_E_CANCELLED) {
+        fprintf(stderr, "sentinel build: interrupted; the shards listed in %s/manifest.json are "
+                        "complete; re-run the same command to continue\n", out);
+        status = SN_EXIT_FAIL;
+    } else if (rc) {
+        status = sn_cli_fail("build", &err);
+    } else {
+        printf("build: %s%zu input file(s) -> %s: %" PRId64 " train, %" PRId64 " validation, "
+               "%" PRId64 " test tuples in %zu shard(s)\n",
+               rep.was_complete ? "(already complete) " : rep.resumed ? "(resumed) " : "",
+               rep.n_inputs, out, rep.per_split[SN_SPLIT_TRAIN],
+               rep.per_split[SN_SPLIT_VALIDATION], rep.per_split[SN_SPLIT_TEST], rep.n_shards);
+        printf("build: read %" PRIu64 " trajectories, %" PRIu64 " rounds; skipped:",
+               rep.counts[SN_TC_TRAJECTORIES], rep.counts[SN_TC_ROUNDS]);
+        for (int k = SN_TC_BAD_LINES; k < SN_TC_COUNT; k++)
+            printf(" %s %" PRIu64, sn_tuples_count_name((enum sn_tuples_count)k),
+                   rep.counts[k]);
+        printf("\n");
+    }
+    cJSON_Delete(recipe);
+    free(inputs);
+    free(sets);
+    free(in_list);
+    return status;
 }

@@ -1,16 +1,543 @@
-/* cli/cmd_inspect.c: `sentinel inspect` (DESIGN.md §1). This stage is not part of this build yet:
-** it says so and exits with SN_EXIT_UNAVAILABLE (3), distinct from failures. */
+/* cli/cmd_inspect.c: `sentinel inspect` (DESIGN.md §1; usage in docs/parts/cli-inspect.md).
+** What is inside a tuple shard (*.h5), a shard directory / manifest.json, or a trajectory file
+** (*.jsonl, *.jsonl.gz). Checkpoints, GGUF and safetensors files are recognised and refused
+** with exit status 3 (not supported by this build yet). --json prints a machine-readable dump
+** (the h5py test compares it with what Python reads from the same shard). */
 #include "cli/cli.h"
+#include "data/shard.h"
+#include "data/trajectory.h"
+#include "tokenizer/tokenizer.h"
 
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: sentinel inspect FILE [--json] [-n N | --all] [--tokenizer FILE] [--verify]\n"
+"\n"
+"Shows what is inside FILE, recognised by its content:\n"
+"  tuple shard (HDF5, schema sentinel.tuples/1): attributes, counts, token statistics and\n"
+"      the first N tuples (texts, metadata, sequence lengths; with --tokenizer the decoded\n"
+"      end of each sequence, where the reward is read)\n"
+"  shard directory or manifest.json: build settings, counts per split, shards, skip counts\n"
+"  trajectory file (*.jsonl, *.jsonl.gz): debates, scenarios, datasets, tasks, and a summary\n"
+"      of the first debate (agents, answers per round, final decision)\n"
+"Checkpoints, GGUF and safetensors files are recognised but not supported yet (exit 3).\n"
+"\n"
+"options:\n"
+"  --json             machine-readable output (JSON) instead of text\n"
+"  -n N               tuples to show from a shard (default 3)\n"
+"  --all              every tuple of a shard (with --json: texts, ids and metadata of all)\n"
+"  --tokenizer FILE   decode the token sequences of the tuples shown\n"
+"  --verify           check the SHA-256 of every shard listed in a manifest\n"
+"  -h, --help         this help\n"
+"\n"
+"Exit status: 0 ok, 1 failure (unreadable or invalid file, checksum mismatch), 2 usage\n"
+"error, 3 a kind of file this build cannot inspect yet.\n");
+}
+
+struct opts {
+    bool   json, all, verify;
+    size_t n;
+    const char *tokenizer;
+};
+
+static void print_clip(const char *label, const char *s, size_t max)
+{
+    size_t n = strlen(s), cut = n > max ? max : n;
+    while (cut < n && cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+        cut--;
+    printf("  %-10s ", label);
+    for (size_t i = 0; i < cut; i++)
+        fputs(s[i] == '\n' ? "\\n" : (char[2]){s[i], 0}, stdout);
+    printf("%s\n", cut < n ? " [...]" : "");
+}
+
+/* ---- shard -------------------------------------------------------------------------------- */
+
+static cJSON *ids_json(const int32_t *v, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static int inspect_shard(const char *path, const struct opts *o)
+{
+    struct sn_err err = {0};
+    struct sn_shard_reader *r = NULL;
+    struct sn_tokenizer *tok = NULL;
+    cJSON *j = NULL, *arr = NULL;
+    int status = SN_EXIT_OK;
+    if (sn_shard_reader_open(path, NULL, &r, &err))
+        return sn_cli_fail("inspect", &err);
+    if (o->tokenizer && sn_tokenizer_open(o->tokenizer, &tok, &err)) {
+        sn_shard_reader_close(r);
+        return sn_cli_fail("inspect", &err);
+    }
+    const struct sn_shard_info *in = sn_shard_reader_info(r);
+    size_t count = sn_shard_reader_count(r), show = o->all ? count : (o->n < count ? o->n : count);
+    if (tok && strcmp(sn_tokenizer_hash(tok), in->tokenizer_hash) != 0) {
+        fprintf(stderr, "sentinel inspect: warning: %s was built with another tokenizer "
+                        "(%.16s…, this one is %.16s…); decoded text may be wrong\n", path,
+                in->tokenizer_hash, sn_tokenizer_hash(tok));
+    }
+    /* token statistics over all tuples (ids are in memory) */
+    uint64_t total[SN_FIELD_COUNT] = {0};
+    size_t longest[SN_FIELD_COUNT] = {0}, at_max[SN_FIELD_COUNT] = {0};
+    for (size_t i = 0; i < count; i++) {
+        struct sn_tuple_view v;
+        sn_shard_reader_get(r, i, &v, &err);
+        for (int f = SN_FIELD_CHOSEN; f < SN_FIELD_COUNT; f++) {
+            total[f] += v.n_ids[f];
+            if (v.n_ids[f] > longest[f])
+                longest[f] = v.n_ids[f];
+            at_max[f] += (int64_t)v.n_ids[f] == in->max_len;
+        }
+    }
+    if (o->json) {
+        j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "kind", "shard");
+        cJSON_AddStringToObject(j, "path", path);
+        cJSON *at = cJSON_AddObjectToObject(j, "attrs");
+        cJSON_AddStringToObject(at, "schema", in->schema);
+        cJSON_AddStringToObject(at, "tokenizer_hash", in->tokenizer_hash);
+        cJSON_AddStringToObject(at, "template_id", in->template_id);
+        cJSON_AddNumberToObject(at, "max_len", (double)in->max_len);
+        cJSON_AddNumberToObject(at, "vocab_size", (double)in->vocab_size);
+        cJSON_AddNumberToObject(at, "count", (double)in->count);
+        cJSON_AddStringToObject(at, "split", sn_split_name(in->split));
+        cJSON_AddNumberToObject(at, "shard_index", (double)in->shard_index);
+        cJSON *tk = cJSON_AddObjectToObject(j, "tokens");
+        for (int f = SN_FIELD_CHOSEN; f < SN_FIELD_COUNT; f++)
+            cJSON_AddNumberToObject(tk, sn_field_name((enum sn_field)f), (double)total[f]);
+        arr = cJSON_AddArrayToObject(j, "tuples");
+    } else {
+        printf("shard %s\n", path);
+        printf("  schema         %s\n  tokenizer_hash %s\n  template_id    %s\n", in->schema,
+               in->tokenizer_hash, in->template_id);
+        printf("  max_len        %" PRId64 "\n  vocab_size     %" PRId64 "\n  split          %s "
+               "(shard %" PRId64 ")\n  count          %zu tuples\n", in->max_len,
+               in->vocab_size, sn_split_name(in->split), in->shard_index, count);
+        for (int f = SN_FIELD_CHOSEN; f < SN_FIELD_COUNT; f++)
+            printf("  %-14s %" PRIu64 " tokens, mean %.1f, longest %zu, %zu at max_len\n",
+                   sn_field_name((enum sn_field)f), total[f],
+                   count ? (double)total[f] / (double)count : 0.0, longest[f], at_max[f]);
+    }
+    for (size_t i = 0; i < show && !status; i++) {
+        struct sn_tuple_view v;
+        struct sn_tuple_meta m;
+        char *text[SN_FIELD_COUNT] = {0};
+        int rc = sn_shard_reader_get(r, i, &v, &err);
+        for (int f = 0; f < SN_FIELD_COUNT && !rc; f++)
+            rc = sn_shard_reader_text(r, i, (enum sn_field)f, &text[f], &err);
+        if (!rc)
+            rc = sn_shard_reader_meta(r, i, &m, &err);
+        if (rc) {
+            status = sn_cli_fail("inspect", &err);
+        } else if (o->json) {
+            cJSON *t = cJSON_CreateObject(), *tx = cJSON_AddObjectToObject(t, "text");
+            cJSON *id = cJSON_AddObjectToObject(t, "ids"), *me = cJSON_AddObjectToObject(t, "meta");
+            cJSON_AddNumberToObject(t, "index", (double)i);
+            for (int f = 0; f < SN_FIELD_COUNT; f++)
+                cJSON_AddStringToObject(tx, sn_field_name((enum sn_field)f), text[f]);
+            for (int f = SN_FIELD_CHOSEN; f < SN_FIELD_COUNT; f++)
+                cJSON_AddItemToObject(id, sn_field_name((enum sn_field)f),
+                                      ids_json(v.ids[f], v.n_ids[f]));
+            cJSON_AddStringToObject(me, "scenario", m.scenario);
+            cJSON_AddStringToObject(me, "dataset", m.dataset);
+            cJSON_AddStringToObject(me, "trajectory_id", m.trajectory_id);
+            cJSON_AddStringToObject(me, "item_id", m.item_id);
+            cJSON_AddNumberToObject(me, "round", m.round);
+            cJSON_AddNumberToObject(me, "chosen_agent", m.chosen_agent);
+            cJSON_AddNumberToObject(me, "rejected_agent", m.rejected_agent);
+            cJSON_AddStringToObject(me, "chosen_role", m.chosen_role);
+            cJSON_AddStringToObject(me, "rejected_role", m.rejected_role);
+            cJSON_AddStringToObject(me, "rejected_kind", m.rejected_kind);
+            cJSON_AddStringToObject(me, "split", sn_split_name(m.split));
+            cJSON_AddStringToObject(me, "sha256", m.sha256);
+            cJSON *ch = cJSON_AddObjectToObject(me, "cut_history");
+            cJSON *cr = cJSON_AddObjectToObject(me, "cut_response");
+            for (int f = SN_FIELD_CHOSEN; f < SN_FIELD_COUNT; f++) {
+                cJSON_AddNumberToObject(ch, sn_field_name((enum sn_field)f), m.cut_history[f]);
+                cJSON_AddNumberToObject(cr, sn_field_name((enum sn_field)f), m.cut_response[f]);
+            }
+            cJSON_AddItemToArray(arr, t);
+        } else {
+            printf("\ntuple %zu: %s, trajectory %s (%s), round %d; chosen agent %d vs rejected "
+                   "agent %d (%s, %s); %s\n", i, m.scenario, m.trajectory_id, m.dataset,
+                   m.round, m.chosen_agent, m.rejected_agent, m.rejected_role, m.rejected_kind,
+                   sn_split_name(m.split));
+            for (int f = 0; f < SN_FIELD_COUNT; f++)
+                print_clip(sn_field_name((enum sn_field)f), text[f], 240);
+            printf("  tokens     chosen %zu, rejected %zu, reference %zu; history cut %d/%d/%d, "
+                   "response cut %d/%d/%d tokens\n", v.n_ids[SN_FIELD_CHOSEN],
+                   v.n_ids[SN_FIELD_REJECTED], v.n_ids[SN_FIELD_REFERENCE],
+                   m.cut_history[SN_FIELD_CHOSEN], m.cut_history[SN_FIELD_REJECTED],
+                   m.cut_history[SN_FIELD_REFERENCE], m.cut_response[SN_FIELD_CHOSEN],
+                   m.cut_response[SN_FIELD_REJECTED], m.cut_response[SN_FIELD_REFERENCE]);
+            for (int f = SN_FIELD_CHOSEN; tok && f < SN_FIELD_COUNT; f++) {
+                char *dec = NULL;
+                size_t len = 0;
+                size_t from = v.n_ids[f] > 48 ? v.n_ids[f] - 48 : 0;
+                struct sn_err e2 = {0};
+                if (!sn_tokenizer_decode(tok, v.ids[f] + from, v.n_ids[f] - from, &dec, &len,
+                                         &e2)) {
+                    char label[32];
+                    snprintf(label, sizeof label, "%s end", sn_field_name((enum sn_field)f));
+                    printf("  %-10s ...", label);
+                    for (size_t q = 0; q < len; q++)
+                        fputs(dec[q] == '\n' ? "\\n" : (char[2]){dec[q], 0}, stdout);
+                    printf("\n");
+                }
+                sn_free(dec);
+            }
+        }
+        for (int f = 0; f < SN_FIELD_COUNT; f++)
+            sn_free(text[f]);
+    }
+    if (j && !status) {
+        char *s = cJSON_PrintUnformatted(j);
+        if (s)
+            printf("%s\n", s);
+        cJSON_free(s);
+    }
+    cJSON_Delete(j);
+    sn_tokenizer_free(tok);
+    sn_shard_reader_close(r);
+    return status;
+}
+
+/* ---- manifest ----------------------------------------------------------------------------- */
+
+static int inspect_manifest(const char *path, const struct opts *o)
+{
+    struct sn_err err = {0};
+    struct sn_manifest *m = NULL;
+    if (sn_manifest_load(path, &m, &err))
+        return sn_cli_fail("inspect", &err);
+    int status = SN_EXIT_OK;
+    if (o->verify && sn_manifest_verify(m, &err))
+        status = sn_cli_fail("inspect", &err);
+    if (o->json) {
+        char *s = cJSON_Print(m->json);
+        if (s)
+            printf("%s\n", s);
+        cJSON_free(s);
+    } else {
+        const cJSON *j = m->json;
+        const cJSON *tk = cJSON_GetObjectItemCaseSensitive(j, "tokenizer_hash");
+        const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "template_id");
+        const cJSON *ml = cJSON_GetObjectItemCaseSensitive(j, "max_len");
+        printf("manifest %s/%s: %s\n", m->dir, SN_MANIFEST_NAME,
+               m->complete ? "complete" : "INCOMPLETE (a build is running or was interrupted)");
+        printf("  tokenizer_hash %s\n  template_id    %s\n  max_len        %.0f\n",
+               cJSON_IsString(tk) ? tk->valuestring : "?",
+               cJSON_IsString(tp) ? tp->valuestring : "?",
+               cJSON_IsNumber(ml) ? ml->valuedouble : 0.0);
+        printf("  tuples         %" PRId64 " train, %" PRId64 " validation, %" PRId64 " test in "
+               "%zu shards\n", m->counts[SN_SPLIT_TRAIN], m->counts[SN_SPLIT_VALIDATION],
+               m->counts[SN_SPLIT_TEST], m->n_shards);
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "stats"), *e;
+        if (cJSON_IsObject(st)) {
+            printf("  stats         ");
+            cJSON_ArrayForEach(e, st) printf(" %s %.0f", e->string, e->valuedouble);
+            printf("\n");
+        }
+        for (size_t i = 0; i < m->n_shards; i++)
+            printf("  %-24s %-10s %8" PRId64 " tuples  sha256 %.16s…\n", m->shards[i].file,
+                   sn_split_name(m->shards[i].split), m->shards[i].count, m->shards[i].sha256);
+        if (o->verify && !status)
+            printf("  verified: every shard matches its SHA-256\n");
+    }
+    sn_manifest_free(m);
+    return status;
+}
+
+/* ---- trajectories ------------------------------------------------------------------------- */
+
+struct tally {
+    char  **keys;
+    size_t *n;
+    size_t  len;
+};
+
+static void tally_add(struct tally *t, const char *key)
+{
+    key = key ? key : "(null)";
+    for (size_t i = 0; i < t->len; i++)
+        if (!strcmp(t->keys[i], key)) {
+            t->n[i]++;
+            return;
+        }
+    char **k = realloc(t->keys, (t->len + 1) * sizeof *k);
+    size_t *n = realloc(t->n, (t->len + 1) * sizeof *n);
+    if (k)
+        t->keys = k;
+    if (n)
+        t->n = n;
+    if (!k || !n || !(t->keys[t->len] = strdup(key)))
+        return;
+    t->n[t->len++] = 1;
+}
+
+static void tally_free(struct tally *t)
+{
+    for (size_t i = 0; i < t->len; i++)
+        free(t->keys[i]);
+    free(t->keys);
+    free(t->n);
+}
+
+static cJSON *tally_json(const struct tally *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; o && i < t->len; i++)
+        cJSON_AddNumberToObject(o, t->keys[i], (double)t->n[i]);
+    return o;
+}
+
+static void tally_print(const char *label, const struct tally *t)
+{
+    printf("  %-12s", label);
+    for (size_t i = 0; i < t->len; i++)
+        printf(" %s %zu%s", t->keys[i], t->n[i], i + 1 < t->len ? "," : "");
+    printf("\n");
+}
+
+static cJSON *debate_json(const struct sn_traj *t)
+{
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "id", t->id);
+    cJSON_AddStringToObject(d, "scenario", t->scenario);
+    cJSON_AddStringToObject(d, "dataset", t->dataset);
+    cJSON_AddStringToObject(d, "question", t->question);
+    cJSON_AddStringToObject(d, "gold", t->gold);
+    if (t->adversarial_target)
+        cJSON_AddStringToObject(d, "adversarial_target", t->adversarial_target);
+    cJSON *ag = cJSON_AddArrayToObject(d, "roles");
+    for (size_t i = 0; ag && i < t->n_agents; i++)
+        cJSON_AddItemToArray(ag, cJSON_CreateString(sn_role_name(t->agents[i].role)));
+    cJSON *rs = cJSON_AddArrayToObject(d, "answers");
+    for (size_t r = 0; rs && r < t->n_rounds; r++) {
+        cJSON *row = cJSON_CreateArray();
+        for (size_t k = 0; row && k < t->rounds[r].n_msgs; k++) {
+            const struct sn_traj_msg *m = &t->rounds[r].msgs[k];
+            cJSON_AddItemToArray(row, m->answer ? cJSON_CreateString(m->answer) : cJSON_CreateNull());
+        }
+        cJSON_AddItemToArray(rs, row);
+    }
+    if (t->final.answer)
+        cJSON_AddStringToObject(d, "final_answer", t->final.answer);
+    cJSON_AddBoolToObject(d, "final_correct", t->final.correct);
+    return d;
+}
+
+static int inspect_trajectories(const char *path, const struct opts *o)
+{
+    struct sn_err err = {0};
+    struct sn_traj_reader_params rp = sn_traj_reader_default_params();
+    struct sn_traj_reader *r = NULL;
+    struct tally scen = {0}, data = {0}, task = {0}, exp = {0};
+    struct sn_traj *first = NULL;
+    uint64_t n = 0, correct = 0, rounds = 0, msgs = 0;
+    rp.skip_bad = true;
+    if (sn_traj_reader_open(path, &rp, &r, &err))
+        return sn_cli_fail("inspect", &err);
+    int rc;
+    for (;;) {
+        struct sn_traj *t = NULL;
+        rc = sn_traj_reader_next(r, &t, &err);
+        if (rc || !t)
+            break;
+        n++;
+        correct += t->final.correct;
+        rounds += t->n_rounds;
+        for (size_t k = 0; k < t->n_rounds; k++)
+            msgs += t->rounds[k].n_msgs;
+        tally_add(&scen, t->scenario);
+        tally_add(&data, t->dataset);
+        tally_add(&task, t->task_name);
+        tally_add(&exp, t->experiment);
+        if (!first)
+            first = t;
+        else
+            sn_traj_free(t);
+    }
+    int status = rc ? sn_cli_fail("inspect", &err) : SN_EXIT_OK;
+    uint64_t bad = sn_traj_reader_n_skipped(r);
+    if (!status && o->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "kind", "trajectories");
+        cJSON_AddStringToObject(j, "path", path);
+        cJSON_AddNumberToObject(j, "count", (double)n);
+        cJSON_AddNumberToObject(j, "bad_lines", (double)bad);
+        cJSON_AddNumberToObject(j, "final_correct", (double)correct);
+        cJSON_AddItemToObject(j, "scenarios", tally_json(&scen));
+        cJSON_AddItemToObject(j, "datasets", tally_json(&data));
+        cJSON_AddItemToObject(j, "tasks", tally_json(&task));
+        cJSON_AddItemToObject(j, "experiments", tally_json(&exp));
+        if (first)
+            cJSON_AddItemToObject(j, "first", debate_json(first));
+        char *s = cJSON_Print(j);
+        if (s)
+            printf("%s\n", s);
+        cJSON_free(s);
+        cJSON_Delete(j);
+    } else if (!status) {
+        printf("trajectories %s (%s)\n", path, SN_TRAJ_SCHEMA);
+        printf("  debates      %" PRIu64 " (%" PRIu64 " malformed lines skipped), %" PRIu64
+               " rounds, %" PRIu64 " messages; final answer correct in %" PRIu64 "\n", n, bad,
+               rounds, msgs, correct);
+        tally_print("scenarios", &scen);
+        tally_print("datasets", &data);
+        tally_print("tasks", &task);
+        tally_print("experiments", &exp);
+        if (bad)
+            printf("  first bad    %s\n", sn_traj_reader_first_skip(r));
+        if (first) {
+            const struct sn_traj *t = first;
+            printf("\nfirst debate %s: %s on %s/%s, %s, %zu agents, topology %s\n", t->id,
+                   t->scenario, t->dataset, t->item_id, t->strategy, t->n_agents,
+                   t->topology_name);
+            print_clip("question", t->question, 200);
+            for (size_t i = 0; i < t->n_options; i++) {
+                char label[16];
+                snprintf(label, sizeof label, "  %c.", i < 26 ? (char)('A' + i) : '?');
+                print_clip(label, t->options[i], 100);
+            }
+            printf("  gold       %s%s%s\n", t->gold,
+                   t->adversarial_target ? ", adversarial target " : "",
+                   t->adversarial_target ? t->adversarial_target : "");
+            printf("  agents    ");
+            for (size_t i = 0; i < t->n_agents; i++)
+                printf(" %zu:%s", i, sn_role_name(t->agents[i].role));
+            printf("\n");
+            for (size_t k = 0; k < t->n_rounds; k++) {
+                printf("  round %-4zu", k + 1);
+                for (size_t q = 0; q < t->rounds[k].n_msgs; q++) {
+                    const struct sn_traj_msg *m = &t->rounds[k].msgs[q];
+                    printf(" %d:%s%s", m->agent, m->answer ? m->answer : "?",
+                           m->tampered ? "(tampered)" : "");
+                }
+                printf("\n");
+            }
+            printf("  final      %s (%s, %s)\n", t->final.answer ? t->final.answer : "none",
+                   t->final.rule ? t->final.rule : "?", t->final.correct ? "correct" : "wrong");
+        }
+    }
+    sn_traj_free(first);
+    tally_free(&scen);
+    tally_free(&data);
+    tally_free(&task);
+    tally_free(&exp);
+    sn_traj_reader_close(r);
+    return status;
+}
+
+/* ---- dispatch ----------------------------------------------------------------------------- */
+
+enum kind { K_SHARD, K_MANIFEST, K_TRAJ, K_GGUF, K_SAFETENSORS, K_CHECKPOINT, K_UNKNOWN };
+
+static enum kind sniff(const char *path)
+{
+    if (sn_path_is_dir(path)) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", path, SN_MANIFEST_NAME);
+        if (sn_path_exists(p))
+            return K_MANIFEST;
+        snprintf(p, sizeof p, "%s/adapter_config.json", path);
+        if (sn_path_exists(p))
+            return K_CHECKPOINT;
+        snprintf(p, sizeof p, "%s/latest", path);
+        return sn_path_exists(p) ? K_CHECKPOINT : K_UNKNOWN;
+    }
+    unsigned char b[16] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return K_UNKNOWN;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n >= 8 && !memcmp(b, "\x89HDF\r\n\x1a\n", 8))
+        return K_SHARD;
+    if (n >= 4 && !memcmp(b, "GGUF", 4))
+        return K_GGUF;
+    if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b)
+        return K_TRAJ;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!strcmp(base, SN_MANIFEST_NAME))
+        return K_MANIFEST;
+    if (n >= 9 && b[8] == '{' && b[6] == 0 && b[7] == 0)
+        return K_SAFETENSORS; /* u64 little-endian header size, then the JSON header */
+    size_t i = 0;
+    while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+        i++;
+    if (i < n && b[i] == '{')
+        return K_TRAJ;
+    return K_UNKNOWN;
+}
 
 int sn_cmd_inspect(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: sentinel inspect ...\n\nThis stage is not part of this build yet "
-               "(see README.md, 'Status').\n");
-        return SN_EXIT_OK;
+    static const struct option lo[] = {
+        {"json", no_argument, NULL, 'j'}, {"all", no_argument, NULL, 'a'},
+        {"tokenizer", required_argument, NULL, 'T'}, {"verify", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    struct opts o = {false, false, false, 3, NULL};
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":n:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'j': o.json = true; break;
+        case 'a': o.all = true; break;
+        case 'v': o.verify = true; break;
+        case 'T': o.tokenizer = optarg; break;
+        case 'n': {
+            char *end;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || optarg[0] == '-')
+                return sn_cli_usage_error("inspect", "-n '%s': expected a count", optarg);
+            o.n = (size_t)v;
+            break;
+        }
+        case 'h':
+            usage(stdout);
+            return SN_EXIT_OK;
+        case ':':
+            return sn_cli_usage_error("inspect", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return sn_cli_usage_error("inspect", "unknown option '%s'", argv[optind - 1]);
+        }
     }
-    return sn_cli_unavailable("inspect", "this stage is not part of this build yet "
-                                    "(see README.md, 'Status')");
+    if (optind + 1 != argc)
+        return sn_cli_usage_error("inspect", optind == argc ? "FILE is required"
+                                                            : "one FILE at a time");
+    const char *path = argv[optind];
+    if (!sn_path_exists(path)) {
+        fprintf(stderr, "sentinel inspect: %s: no such file or directory\n", path);
+        return SN_EXIT_FAIL;
+    }
+    switch (sniff(path)) {
+    case K_SHARD: return inspect_shard(path, &o);
+    case K_MANIFEST: return inspect_manifest(path, &o);
+    case K_TRAJ: return inspect_trajectories(path, &o);
+    case K_GGUF:
+        return sn_cli_unavailable("inspect", "GGUF files are not supported by inspect yet");
+    case K_SAFETENSORS:
+        return sn_cli_unavailable("inspect", "safetensors files are not supported by inspect "
+                                             "yet");
+    case K_CHECKPOINT:
+        return sn_cli_unavailable("inspect", "checkpoint directories are not supported by "
+                                             "inspect yet");
+    default:
+        fprintf(stderr, "sentinel inspect: %s: not a shard (HDF5), manifest, trajectory file "
+                        "(JSON Lines, plain or gzip), checkpoint or GGUF file\n", path);
+        return SN_EXIT_FAIL;
+    }
 }

@@ -37,7 +37,7 @@ struct sn_tuples_params sn_tuples_default_params(void)
     memset(&p, 0, sizeof p);
     p.validation_fraction = 0.05;
     p.test_fraction = 0.05;
-    p.history_sentences = 1;
+    p.history_sentences = 2;
     p.history_chars = 300;
     p.dedup = true;
     return p;
@@ -272,7 +272,7 @@ int sn_tuples_create(const struct sn_tuples_params *p, struct sn_tuples **out, s
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
     b->p = *p;
     if (!b->p.history_sentences)
-        b->p.history_sentences = 1;
+        b->p.history_sentences = 2;
     if (!b->p.history_chars)
         b->p.history_chars = 300;
     *out = b;

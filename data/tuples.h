@@ -58,7 +58,7 @@ struct sn_tuples_params {
     double   validation_fraction;  /* default 0.05 */
     double   test_fraction;        /* default 0.05 */
     uint64_t split_seed;           /* salt of the split hash; default 0 */
-    size_t   history_sentences;    /* sentences per history entry; default 1 */
+    size_t   history_sentences;    /* sentences per history entry; default 2 */
     size_t   history_chars;        /* cap per history entry, in bytes; default 300 */
     bool     dedup;                /* default true */
     /* Hooks, NULL = the built-in extractive summary / dataset-or-templated reference. A

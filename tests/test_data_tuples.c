@@ -178,14 +178,16 @@ static void test_golden(void)
         CHECK_STR(s.v[i].rej_role, want[i].rej_role);
         CHECK_STR(s.v[i].reference, want[i].reference);
     }
-    /* contexts: round 0 has no history; round 1 condenses round 0 (first sentence, answer) */
+    /* contexts: round 0 has no history; round 1 condenses round 0 (answer and the first two
+    ** sentences; the FINAL ANSWER line is not a sentence of the reasoning) */
     CHECK_STR(s.v[0].context, TASK1);
     CHECK_STR(s.v[4].context,
               TASK1 "\n\nDiscussion so far:\n"
-                    "Round 1, agent 0 (answer A): The Nile flows through Cairo.\n"
-                    "Round 1, agent 1 (answer A): Cairo is on the Nile!\n"
-                    "Round 1, agent 2 (answer C): Hmm.\n"
-                    "Round 1, agent 3 (answer B): Experts agree it is the Danube.");
+                    "Round 1, agent 0 (answer A): The Nile flows through Cairo. It is the "
+                    "longest river.\n"
+                    "Round 1, agent 1 (answer A): Cairo is on the Nile! Definitely.\n"
+                    "Round 1, agent 2 (answer C): Hmm. I am unsure.\n"
+                    "Round 1, agent 3 (answer B): Experts agree it is the Danube. Trust me.");
     CHECK_STR(s.v[6].context, "Question: What is 12 * 12?");
     /* one debate, one split */
     CHECK(s.v[0].split == s.v[5].split && s.v[6].split == s.v[7].split);
@@ -204,6 +206,27 @@ static void test_golden(void)
     CHECK(run(&p, &s, c) == SN_OK);
     CHECK(s.n == n_want + 2 && c[SN_TC_DUPLICATE] == 0);
     CHECK(!strcmp(s.v[8].traj, "t4") && !strcmp(s.v[8].rejected, T2D));
+}
+
+static void test_history_params(void)
+{
+    struct sink s;
+    uint64_t c[SN_TC_COUNT];
+    struct sn_tuples_params p = sn_tuples_default_params();
+    p.history_sentences = 1;
+    CHECK(run(&p, &s, c) == SN_OK);
+    CHECK(s.n > 4);
+    CHECK_STR(s.v[4].context,
+              TASK1 "\n\nDiscussion so far:\n"
+                    "Round 1, agent 0 (answer A): The Nile flows through Cairo.\n"
+                    "Round 1, agent 1 (answer A): Cairo is on the Nile!\n"
+                    "Round 1, agent 2 (answer C): Hmm.\n"
+                    "Round 1, agent 3 (answer B): Experts agree it is the Danube.");
+    p.history_sentences = 5;
+    p.history_chars = 12; /* "The Nile flo" then the cut mark */
+    CHECK(run(&p, &s, c) == SN_OK);
+    CHECK(s.n > 4 && strstr(s.v[4].context, "(answer A): The Nile flo...\n") != NULL);
+    CHECK(s.n > 4 && strstr(s.v[4].context, "(answer C): Hmm. I am un...\n") != NULL);
 }
 
 static void test_max_pairs(void)
@@ -299,6 +322,7 @@ static void test_hash(void)
 int main(void)
 {
     test_golden();
+    test_history_params();
     test_max_pairs();
     test_split();
     test_hash();
