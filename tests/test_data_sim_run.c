@@ -305,6 +305,19 @@ int main(void)
         free_lines(&hl);
     }
 
+    /* one writer per shard: a second run on the same output is refused while the first runs */
+    CHECK(sn_test_sh("%s simulate --recipe %s -o %s/locked --threads 4 --progress none "
+                     "2>/dev/null & pid=$!; sleep 0.3; %s simulate --recipe %s -o %s/locked "
+                     "--progress none 2>%s/lock.err; st=$?; wait $pid; test $st -eq 1 && "
+                     "grep -q 'another' %s/lock.err", bin, slow, dir, bin, slow, dir, dir,
+                     dir) == 0);
+    /* a file that is not ours is never truncated or skipped silently */
+    CHECK(sn_test_sh("mkdir -p %s/foreign && printf 'hello\\n' | gzip > "
+                     "%s/foreign/trajectories-0of1.jsonl.gz && %s simulate --recipe %s -o "
+                     "%s/foreign --progress none 2>%s/foreign.err; test $? -eq 1 && grep -q "
+                     "'trajectories-0of1.jsonl.gz:1: not a trajectory line' %s/foreign.err",
+                     dir, dir, bin, recipe, dir, dir, dir) == 0);
+
     /* CLI and recipe errors */
     CHECK(sn_test_sh("%s simulate --help >/dev/null", bin) == 0);
     CHECK(sn_test_sh("%s simulate --recipe %s 2>/dev/null", bin, recipe) == 2); /* no -o */
