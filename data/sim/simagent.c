@@ -18,7 +18,10 @@
 **   adversaries always answer the target, in their rhetoric or persona; interceptors and the
 **   autoinject transform rewrite a message toward the target keeping its wording; the judge
 **   picks the answer with the largest Σ π + [gold]·w_truth·c (ties: first in speaking order);
-**   best-of-N scoring replies "PERSUASIVENESS: π". */
+**   best-of-N scoring replies "PERSUASIVENESS: π".
+** Testing knobs: delay_ms (simulated latency per request, also the recorded latency_ms) and
+** fail_calls (the first N requests of the process fail), for concurrency, kill and
+** errors-file tests. */
 #include "data/sim/sim.h"
 
 #include <ctype.h>
