@@ -221,14 +221,24 @@ int sn_stats_format_table(struct sn_stats *s, bool full, struct sn_buf *out, str
         }
         if (rc)
             break;
-        double sc = r->kind == SN_STAT_RATE ? 100.0 : 1.0;
-        const char *unit = r->kind == SN_STAT_RATE ? "%" : "";
+        char rm[48] = "", rs[48] = "";
+        if (r->rep_n) {
+            if (r->kind == SN_STAT_RATE) {
+                snprintf(rm, sizeof rm, "%.1f%%", 100.0 * r->rep_mean);
+                snprintf(rs, sizeof rs, "%.1f%%", 100.0 * r->rep_sd);
+            } else if (r->kind == SN_STAT_MEAN) {
+                snprintf(rm, sizeof rm, "%.4f", r->rep_mean);
+                snprintf(rs, sizeof rs, "%.4f", r->rep_sd);
+            } else {
+                snprintf(rm, sizeof rm, "%.1f", r->rep_mean);
+                snprintf(rs, sizeof rs, "%.1f", r->rep_sd);
+            }
+        }
         if (r->rep_n >= 2)
-            rc = sn_buf_printf(out, err, "%.4g%s ± %.4g%s (%llu)\n", sc * r->rep_mean, unit,
-                               sc * r->rep_sd, unit, (unsigned long long)r->rep_n);
+            rc = sn_buf_printf(out, err, "%s ± %s (%llu)\n", rm, rs,
+                               (unsigned long long)r->rep_n);
         else if (r->rep_n == 1)
-            rc = sn_buf_printf(out, err, "%.4g%s ± undefined (1 replicate)\n",
-                               sc * r->rep_mean, unit);
+            rc = sn_buf_printf(out, err, "%s ± undefined (1 replicate)\n", rm);
         else
             rc = sn_buf_puts(out, "-\n", err);
     }
