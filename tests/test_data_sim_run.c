@@ -318,6 +318,14 @@ int main(void)
                      "'trajectories-0of1.jsonl.gz:1: not a trajectory line' %s/foreign.err",
                      dir, dir, bin, recipe, dir, dir, dir) == 0);
 
+    /* a plain (not gzip) file under the trajectory name is refused and left intact */
+    CHECK(sn_test_sh("mkdir -p %s/plain && printf '{\"id\":\"x\"}\\n' > "
+                     "%s/plain/trajectories-0of1.jsonl.gz && %s simulate --recipe %s -o "
+                     "%s/plain --progress none 2>%s/plain.err; test $? -eq 1 && grep -q "
+                     "'not a gzip record' %s/plain.err && test $(wc -c < "
+                     "%s/plain/trajectories-0of1.jsonl.gz) -eq 11", dir, dir, bin, recipe, dir,
+                     dir, dir, dir) == 0);
+
     /* CLI and recipe errors */
     CHECK(sn_test_sh("%s simulate --help >/dev/null", bin) == 0);
     CHECK(sn_test_sh("%s simulate --recipe %s 2>/dev/null", bin, recipe) == 2); /* no -o */

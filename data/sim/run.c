@@ -194,6 +194,26 @@ done:
     return rc;
 }
 
+/* A tail left by a kill is the start of one gzip member: its first bytes are the gzip magic
+** (1f 8b), or it is a single 1f. Anything else was not written by us and is not dropped. */
+static int check_tail(const char *path, long long good_end, long long size, struct sn_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
+    unsigned char m[2] = {0, 0};
+    size_t want = size - good_end >= 2 ? 2 : 1;
+    int rc = SN_OK;
+    if (fseek(f, (long)good_end, SEEK_SET) != 0 || fread(m, 1, want, f) != want)
+        rc = sn_err_set(err, SN_E_IO, "%s: cannot read at offset %lld", path, good_end);
+    else if (m[0] != 0x1f || (want == 2 && m[1] != 0x8b))
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: the %lld bytes from offset %lld are not a gzip "
+                        "record (not written by sentinel simulate?); move the file away to start "
+                        "afresh", path, size - good_end, good_end);
+    fclose(f);
+    return rc;
+}
+
 /* Rewrites path atomically with its first n bytes. */
 static int truncate_atomic(const char *path, long long n, struct sn_err *err)
 {
@@ -944,6 +964,8 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
         uint64_t n_lines;
         long long good_end, size;
         rc = scan_existing(rep->traj_path, &done, &n_lines, &good_end, &size, err);
+        if (!rc && good_end < size)
+            rc = check_tail(rep->traj_path, good_end, size, err);
         if (!rc && good_end < size) {
             SN_WARN("%s: dropping %lld bytes after the last complete record (an interrupted "
                     "run); %llu records kept", rep->traj_path, size - good_end,
