@@ -34,11 +34,10 @@
 */
 #ifndef SN_ATEN_H
 #define SN_ATEN_H
-#include "common/common.h"
-
 #ifdef __cplusplus
-extern "C" {
+extern "C" { /* common/common.h has no linkage block of its own */
 #endif
+#include "common/common.h"
 
 /* ---- types -------------------------------------------------------------------------------- */
 
@@ -417,9 +416,10 @@ int  sn_aten_clip_grad_norm(struct sn_tensor *const *params, size_t n, double ma
 
 /* The segment to checkpoint. It reads in[0..n_in) (borrowed) and any tensors it reaches via
 ** ctx, and must store exactly n_out NEW handles in out[] (ownership passes to the caller of
-** the callback) or return an error (then it must have freed what it made). It must be a pure
-** function of its inputs, params and gen state: it runs twice (forward, then again in
-** backward). */
+** the callback; out[] arrives all NULL). On error it returns non-zero; handles it already
+** stored in out[] are freed by the caller (so never leave a freed pointer there). It must be
+** a pure function of its inputs, params and gen state: it runs twice (forward, then again in
+** backward), and ctx (and what it points to) must stay valid until backward has run. */
 typedef int (*sn_aten_fn)(void *ctx, struct sn_tensor *const *in, size_t n_in,
                           struct sn_tensor **out, size_t n_out, struct sn_err *err);
 
@@ -437,8 +437,8 @@ typedef int (*sn_aten_fn)(void *ctx, struct sn_tensor *const *in, size_t n_in,
 **  - gen (NULL ok): the generator fn draws from (dropout); its state is saved before the
 **    forward and restored for the recompute, so both runs see the same random numbers.
 ** outputs: n_out new handles (free each). Under no-grad (or when nothing requires grad) fn is
-** simply called once. Errors in the recompute surface from sn_aten_backward as SN_E_BACKEND
-** with fn's message. */
+** simply called once. An error in the recompute makes sn_aten_backward fail with fn's
+** status and message. */
 int sn_aten_checkpoint(sn_aten_fn fn, void *ctx, struct sn_tensor *const *inputs, size_t n_in,
                        struct sn_tensor *const *params, size_t n_params,
                        struct sn_aten_gen *gen, struct sn_tensor **outputs, size_t n_out,

@@ -150,10 +150,8 @@ static at::Tensor dropout(const at::Tensor &x, double p, bool training, struct s
         return x * 0.0;
     at::Generator &g = gen_of(gen);
     at::Tensor keep = at::empty(x.sizes(), at::TensorOptions().dtype(at::kFloat));
-    {
-        std::lock_guard<std::mutex> lock(g.mutex());
-        keep.bernoulli_(1.0 - p, g);
-    }
+    // (the op locks the generator itself)
+    keep.bernoulli_(1.0 - p, g);
     keep = keep.to(x.device(), x.scalar_type());
     return x * keep * (1.0 / (1.0 - p));
 }
@@ -405,8 +403,7 @@ std::vector<at::Tensor> call_fn(sn_aten_fn fn, void *ctx, const std::vector<at::
 
 struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     static torch::autograd::variable_list forward(torch::autograd::AutogradContext *actx,
-                                                  torch::autograd::variable_list all,
-                                                  int64_t fn_bits, int64_t ctx_bits,
+                                                  at::TensorList all, int64_t fn_bits, int64_t ctx_bits,
                                                   int64_t n_in, int64_t n_out,
                                                   int64_t gen_bits)
     {
@@ -422,7 +419,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
             std::lock_guard<std::mutex> lock(gen->g.mutex());
             actx->saved_data["gen_state"] = gen->g.get_state();
         }
-        actx->save_for_backward(all);
+        actx->save_for_backward(all.vec());
         std::vector<at::Tensor> in(all.begin(), all.begin() + n_in);
         return call_fn(fn, ctx, in, (size_t)n_out);
     }
@@ -522,7 +519,8 @@ extern "C" int sn_aten_checkpoint(sn_aten_fn fn, void *ctx, struct sn_tensor *co
             std::vector<at::Tensor> in(all.begin(), all.begin() + n_in);
             res = call_fn(fn, ctx, in, n_out);
         } else {
-            res = CheckpointFn::apply(all, (int64_t) reinterpret_cast<intptr_t>(fn),
+            // a TensorList (not a vector) so that autograd counts each tensor as an input
+            res = CheckpointFn::apply(at::TensorList(all), (int64_t) reinterpret_cast<intptr_t>(fn),
                                       (int64_t) reinterpret_cast<intptr_t>(ctx), (int64_t)n_in,
                                       (int64_t)n_out,
                                       (int64_t) reinterpret_cast<intptr_t>(gen));

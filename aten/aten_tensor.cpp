@@ -494,10 +494,8 @@ extern "C" int sn_aten_rand(const int64_t *shape, int ndim, enum sn_dtype dt,
         at::Generator &g = gen_of(gen);
         at::Tensor r = at::empty(shape_ref(shape, ndim), at::TensorOptions().dtype(
                                                              draw_type(o.dtype().toScalarType())));
-        {
-            std::lock_guard<std::mutex> lock(g.mutex());
-            r.uniform_(0.0, 1.0, g);
-        }
+        // (the op locks the generator itself)
+        r.uniform_(0.0, 1.0, g);
         return r.to(o);
     });
 }
@@ -511,10 +509,8 @@ extern "C" int sn_aten_randn(const int64_t *shape, int ndim, enum sn_dtype dt,
         at::Generator &g = gen_of(gen);
         at::Tensor r = at::empty(shape_ref(shape, ndim), at::TensorOptions().dtype(
                                                              draw_type(o.dtype().toScalarType())));
-        {
-            std::lock_guard<std::mutex> lock(g.mutex());
-            r.normal_(0.0, 1.0, g);
-        }
+        // (the op locks the generator itself)
+        r.normal_(0.0, 1.0, g);
         return r.to(o);
     });
 }
@@ -530,10 +526,8 @@ extern "C" int sn_aten_uniform(const int64_t *shape, int ndim, double lo, double
         at::Generator &g = gen_of(gen);
         at::Tensor r = at::empty(shape_ref(shape, ndim), at::TensorOptions().dtype(
                                                              draw_type(o.dtype().toScalarType())));
-        {
-            std::lock_guard<std::mutex> lock(g.mutex());
-            r.uniform_(lo, hi, g);
-        }
+        // (the op locks the generator itself)
+        r.uniform_(lo, hi, g);
         return r.to(o);
     });
 }
@@ -545,10 +539,8 @@ static void fill_random(at::Tensor &t, struct sn_aten_gen *gen, F &&fill)
     at::Generator &g = gen_of(gen);
     at::NoGradGuard ng;
     at::Tensor r = at::empty(t.sizes(), at::TensorOptions().dtype(draw_type(t.scalar_type())));
-    {
-        std::lock_guard<std::mutex> lock(g.mutex());
-        fill(r, g);
-    }
+    // (the op locks the generator itself)
+    fill(r, g);
     t.copy_(r);
 }
 
