@@ -13,8 +13,11 @@
 ** started), divided by concurrency. It includes everything the client holds for a request in
 ** flight: the curl easy handle and its connection (socket buffers are kernel memory and do
 ** not count), the request body, the reply buffer and the caller's job. One warm-up wave is
-** not timed but is inside the memory delta. */
+** not timed but is inside the memory delta. With --cache-dir every reply is also written to
+** the response cache (one fsync'd file each), which shows what the cache costs at this rate;
+** run it on an empty directory, or every request is a hit. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,7 @@
 struct shared {
     struct sn_llm_backend *b;
     int      n_total;
+    int      base;     /* request i sends text number base + i (distinct across runs) */
     int      next;     /* atomic */
     int      n_failed; /* atomic */
     uint64_t prompt_tokens;
@@ -56,13 +60,14 @@ static void *caller(void *arg)
         if (i >= s->n_total)
             break;
         char user[200];
+        int k = s->base + i;
         snprintf(user, sizeof user, "Benchmark request %d: what is %d + %d? Answer with a number.",
-                 i, i, 2 * i + 1);
+                 k, k, 2 * k + 1);
         struct sn_chat_msg m[2] = { { "system", "You are agent 3 of 5 in a debate." },
                                     { "user", user } };
         struct sn_llm_request req = { .messages = m, .n_messages = 2, .temperature = 0.7,
                                       .top_p = -1, .max_tokens = 256, .has_seed = true,
-                                      .seed = i };
+                                      .seed = k };
         struct sn_llm_reply r;
         struct sn_err err = { 0 };
         if (sn_llm_complete(s->b, &req, &r, &err) != SN_OK) {
@@ -96,10 +101,10 @@ static void *sample(void *arg)
 }
 
 /* Runs n requests with `callers` threads; returns the wall time of the run. */
-static double run(struct sn_llm_backend *b, int n, int callers, int *n_failed, char *first_err,
-                  struct sampler *smp, long *rss_parked)
+static double run(struct sn_llm_backend *b, int base, int n, int callers, int *n_failed,
+                  char *first_err, struct sampler *smp, long *rss_parked)
 {
-    struct shared s = { .b = b, .n_total = n };
+    struct shared s = { .b = b, .n_total = n, .base = base };
     pthread_mutex_init(&s.lock, NULL);
     pthread_barrier_init(&s.go, NULL, (unsigned)callers + 1);
     pthread_t *t = calloc((size_t)callers, sizeof *t);
@@ -129,7 +134,8 @@ static double run(struct sn_llm_backend *b, int n, int callers, int *n_failed, c
 
 int main(int argc, char **argv)
 {
-    const char *url = NULL;
+    const char *url = NULL, *cache_dir = NULL;
+    bool fsync_cache = true;
     int n = 1280, conc = 64, callers = 0;
     double latency_ms = 100;
     for (int i = 1; i < argc; i++) {
@@ -141,11 +147,15 @@ int main(int argc, char **argv)
             conc = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--callers") && i + 1 < argc)
             callers = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cache-dir") && i + 1 < argc)
+            cache_dir = argv[++i];
+        else if (!strcmp(argv[i], "--no-fsync"))
+            fsync_cache = false;
         else if (!strcmp(argv[i], "--latency-ms") && i + 1 < argc)
             latency_ms = atof(argv[++i]);
         else {
             fprintf(stderr, "usage: %s --base-url URL [--n N] [--concurrency C] [--callers T] "
-                    "[--latency-ms L]\n", argv[0]);
+                    "[--latency-ms L] [--cache-dir DIR [--no-fsync]]\n", argv[0]);
             return 2;
         }
     }
@@ -157,9 +167,14 @@ int main(int argc, char **argv)
     if (callers <= 0)
         callers = 2 * conc;
 
-    char cfg[512];
-    snprintf(cfg, sizeof cfg, "{\"kind\":\"openai\",\"base_url\":\"%s\",\"model\":\"bench\","
-             "\"concurrency\":%d,\"cache\":false,\"timeout_s\":30}", url, conc);
+    char cfg[1024];
+    if (cache_dir)
+        snprintf(cfg, sizeof cfg, "{\"kind\":\"openai\",\"base_url\":\"%s\",\"model\":"
+                 "\"bench\",\"concurrency\":%d,\"cache_dir\":\"%s\",\"cache_fsync\":%s,"
+                 "\"timeout_s\":30}", url, conc, cache_dir, fsync_cache ? "true" : "false");
+    else
+        snprintf(cfg, sizeof cfg, "{\"kind\":\"openai\",\"base_url\":\"%s\",\"model\":"
+                 "\"bench\",\"concurrency\":%d,\"cache\":false,\"timeout_s\":30}", url, conc);
     cJSON *j = cJSON_Parse(cfg);
     struct sn_llm_backend *b = NULL;
     struct sn_err err = { 0 };
@@ -176,9 +191,9 @@ int main(int argc, char **argv)
     long rss_cold, rss_warm;
     /* warm-up: one wave of `conc` callers on a fresh backend; its peak over the parked
     ** baseline is what `conc` in-flight requests cost, easy handles and connections included */
-    run(b, conc, conc, &failed, first_err, &smp, &rss_cold);
+    run(b, 1 << 24, conc, conc, &failed, first_err, &smp, &rss_cold);
     long peak_cold = smp.peak_kib;
-    double dt = run(b, n, callers, &failed, first_err, &smp, &rss_warm);
+    double dt = run(b, 0, n, callers, &failed, first_err, &smp, &rss_warm);
     long peak_warm = smp.peak_kib;
     struct sn_llm_stats st = sn_llm_backend_stats(b);
     sn_llm_backend_close(b);
@@ -187,7 +202,9 @@ int main(int argc, char **argv)
     double ideal = conc / (latency_ms / 1000.0);
     double per_req = (double)(peak_cold - rss_cold) / conc;
     printf("openai backend: %d requests, concurrency %d, %d caller threads, server latency "
-           "%.0f ms\n", n, conc, callers, latency_ms);
+           "%.0f ms, cache %s%s\n", n, conc, callers, latency_ms, cache_dir ? cache_dir : "off",
+           cache_dir && !fsync_cache ? " (no fsync)" : "");
+    printf("  cache hits %" PRIu64 "\n", st.cache_hits);
     printf("  wall %.3f s, %.1f requests/s, ideal concurrency/latency %.1f/s, ratio %.3f "
            "(target >= 0.9)\n", dt, rps, ideal, rps / ideal);
     printf("  failed %d, retries %" PRIu64 "%s%s\n", failed, st.retries,

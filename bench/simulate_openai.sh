@@ -35,6 +35,12 @@ echo "== simulate_openai: fake server $URL answering after $LATENCY_MS ms"
 
 "$BUILD/bench/bench_simulate_openai" --base-url "$URL" --n "$N" --concurrency "$CONC" \
   --latency-ms "$LATENCY_MS"
+echo "-- the same with the response cache on (every reply written: one fsync'd file each)"
+"$BUILD/bench/bench_simulate_openai" --base-url "$URL" --n "$N" --concurrency "$CONC" \
+  --latency-ms "$LATENCY_MS" --cache-dir "$TMP/cache"
+echo "-- the same with cache_fsync false (atomic rename, no fsync)"
+"$BUILD/bench/bench_simulate_openai" --base-url "$URL" --n "$N" --concurrency "$CONC" \
+  --latency-ms "$LATENCY_MS" --cache-dir "$TMP/cache-nofsync" --no-fsync
 
 if [ -x "$BUILD/sentinel" ] && "$BUILD/sentinel" simulate --help > /dev/null 2>&1; then
   cat > "$TMP/recipe.json" <<EOF

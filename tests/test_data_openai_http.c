@@ -472,6 +472,21 @@ static void test_cache_and_secrets(void)
     CHECK(fake_stat(&srv, "hits") == 1);
     close_b(b);
 
+    /* cache_fsync:false: same layout, same hits */
+    char cache2[700];
+    snprintf(cache2, sizeof cache2, "%s/cache-nofsync", dir);
+    const char *cfg2 = "{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\","
+                       "\"model\":\"m\",\"cache_dir\":\"%s\",\"cache_fsync\":false}";
+    for (int pass = 0; pass < 2; pass++) {
+        b = open_cfg(cfg2, srv.port, cache2);
+        fake_reset(&srv);
+        CHECK(run_many(b, 6, "nofsync", &cached) == 6);
+        CHECK(cached == (pass ? 6 : 0) && fake_stat(&srv, "hits") == (pass ? 0 : 6));
+        close_b(b);
+    }
+    CHECK(count_cache_files(cache2, &bad) == 6 && bad == 0);
+    CHECK(sn_test_sh("! ls %s/*/*.tmp.* 2>/dev/null | grep -q .", cache2) == 0);
+
     /* cache:false never reads or writes */
     b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\",\"cache_dir\":\"%s\","
                  "\"cache\":false}", srv.port, cache);

@@ -70,6 +70,7 @@ struct oa_backend {
     double  retry_after_max_s, backoff_base_s, backoff_max_s;
     size_t  max_reply_bytes;
     char   *cache_dir;  /* NULL = no cache */
+    bool    cache_fsync; /* entries durable (sn_atomic_write) or only atomic (rename) */
     cJSON  *extra_body; /* keys sorted recursively, or NULL */
     struct curl_slist *headers;
     /* event loop */
@@ -91,7 +92,7 @@ static const char *const oa_keys[] = {
     "kind", "name", "base_url", "model", "api_key_env", "concurrency", "timeout_s",
     "connect_timeout_s", "max_retries", "cache_dir", "cache", "temperature", "top_p",
     "max_tokens", "extra_body", "headers", "retry_after_max_s", "backoff_base_s",
-    "backoff_max_s", "max_reply_bytes", NULL
+    "backoff_max_s", "max_reply_bytes", "cache_fsync", NULL
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -235,6 +236,8 @@ static int read_config(struct oa_backend *o, const cJSON *cfg, const char *where
 
     /* cache */
     if ((rc = sn_json_get_bool(cfg, where, "cache", true, &cache, err)))
+        return rc;
+    if ((rc = sn_json_get_bool(cfg, where, "cache_fsync", true, &o->cache_fsync, err)))
         return rc;
     if ((rc = sn_json_get_string(cfg, where, "cache_dir", NULL, &s, err)))
         return rc;
@@ -490,14 +493,15 @@ done:
     return hit;
 }
 
-/* Writes one entry atomically. Callers hold the key's stripe lock: the temp file name is
-** per process, so two threads must not write the same key at once. */
+/* Writes one entry atomically (and durably unless cache_fsync is false). Callers hold the
+** key's stripe lock: the temp file name is per process, so two threads must not write the
+** same key at once. */
 static int cache_put(const struct oa_backend *o, const char *hex, const char *model,
                      const struct sn_llm_reply *r, const char *finish, struct sn_err *err)
 {
     char *dir = cache_path(o, hex, true);
     char *path = cache_path(o, hex, false);
-    char *s = NULL;
+    char *s = NULL, *tmp = NULL;
     int rc = SN_OK;
     cJSON *j = cJSON_CreateObject();
     if (!dir || !path || !j || !cJSON_AddStringToObject(j, "schema", OA_CACHE_SCHEMA) ||
@@ -517,8 +521,35 @@ static int cache_put(const struct oa_backend *o, const char *hex, const char *mo
     }
     if ((rc = sn_mkdirs(dir, err)))
         goto done;
-    rc = sn_atomic_write(path, s, strlen(s), err);
+    if (o->cache_fsync) {
+        rc = sn_atomic_write(path, s, strlen(s), err);
+        goto done;
+    }
+    /* atomic but not durable: temp file + rename, no fsync. A crash may leave an empty or
+    ** short entry; cache_get rejects it (JSON, schema and key are checked) and the request is
+    ** simply made again. */
+    size_t n = strlen(path) + 32;
+    tmp = sn_malloc(n);
+    if (!tmp) {
+        rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+        goto done;
+    }
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        rc = sn_err_set(err, SN_E_IO, "%s: %s", tmp, strerror(errno));
+        goto done;
+    }
+    size_t len = strlen(s);
+    bool ok = fwrite(s, 1, len, f) == len;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        rc = sn_err_set(err, SN_E_IO, "%s: cannot write the cache entry: %s", path,
+                        strerror(errno));
+        unlink(tmp);
+    }
 done:
+    sn_free(tmp);
     cJSON_free(s);
     cJSON_Delete(j);
     sn_free(dir);
