@@ -26,7 +26,14 @@ struct ctx {
     uint64_t       lineno;
     char           where_buf[600];
     struct sn_err *err;
-    char           pfx[96]; /* path of the object being read: "", "final", "rounds[2][1]" */
+    /* path of the object being read ("", "final", "rounds[2][1]"): a format and its indices,
+    ** printed only when a message needs it (this runs for every message of every line) */
+    const char    *pfx_fmt;
+    long           pa, pb, pc;
+    char           pfx[96];
+    /* a message object's members, indexed in one pass (see msg_key) */
+    const cJSON   *ix_obj;
+    const cJSON   *ix_val[11];
 };
 
 static const char *where_of(struct ctx *c)
@@ -59,8 +66,15 @@ static const char *type_name(const cJSON *v)
     return "invalid";
 }
 
+static const char *pfx_of(struct ctx *c)
+{
+    snprintf(c->pfx, sizeof c->pfx, c->pfx_fmt ? c->pfx_fmt : "", c->pa, c->pb, c->pc);
+    return c->pfx;
+}
+
 static int bad(struct ctx *c, const char *key, const char *expected, const cJSON *got)
 {
+    pfx_of(c);
     const char *dot = c->pfx[0] && key[0] && key[0] != '[' ? "." : "";
     if (!got)
         return sn_err_set(c->err, SN_E_FORMAT, "%s: missing field '%s%s%s' (expected %s)",
@@ -71,6 +85,7 @@ static int bad(struct ctx *c, const char *key, const char *expected, const cJSON
 
 static int bad_value(struct ctx *c, const char *key, const char *what)
 {
+    pfx_of(c);
     const char *dot = c->pfx[0] && key[0] && key[0] != '[' ? "." : "";
     return sn_err_set(c->err, SN_E_FORMAT, "%s: field '%s%s%s': %s", WHERE(c), c->pfx, dot, key,
                       what);
@@ -78,15 +93,57 @@ static int bad_value(struct ctx *c, const char *key, const char *what)
 
 enum { REQ = 1, NULLABLE = 2 };
 
-static const cJSON *item(const cJSON *obj, const char *key)
+static const cJSON *lookup(const cJSON *obj, const char *key)
 {
     return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+/* The members of a round message. A message has ~7 members and we ask for 11 names: one pass
+** over its members with this switch replaces ~60 string compares per message. */
+static int msg_key(const char *k)
+{
+    if (!k)
+        return -1;
+#define K(i, name) return strcmp(k, name) ? -1 : (i)
+    switch (k[0]) {
+    case 'a': return !strcmp(k, "agent") ? 0 : !strcmp(k, "answer") ? 2 : -1;
+    case 't': return !strcmp(k, "text") ? 1 : !strcmp(k, "tampered") ? 4 : -1;
+    case 'p': return !strcmp(k, "parsed") ? 3 : !strcmp(k, "prompt_tokens") ? 7 : -1;
+    case 'o': K(5, "original_text");
+    case 'l': K(6, "latency_ms");
+    case 'c': K(8, "completion_tokens");
+    case 'd': K(9, "deliveries");
+    case 'b': K(10, "blacklisted");
+    default: return -1;
+    }
+#undef K
+}
+
+static void index_msg(struct ctx *c, const cJSON *m)
+{
+    c->ix_obj = m;
+    memset(c->ix_val, 0, sizeof c->ix_val);
+    for (const cJSON *ch = m->child; ch; ch = ch->next) {
+        int i = msg_key(ch->string);
+        if (i >= 0 && !c->ix_val[i]) /* the first of duplicate keys, as cJSON's lookup */
+            c->ix_val[i] = ch;
+    }
+}
+
+static const cJSON *item_c(struct ctx *c, const cJSON *obj, const char *key)
+{
+    if (obj == c->ix_obj) {
+        int i = msg_key(key);
+        if (i >= 0)
+            return c->ix_val[i];
+    }
+    return lookup(obj, key);
 }
 
 /* A string field. Absent optional fields and null (when NULLABLE) give NULL. */
 static int get_str(struct ctx *c, const cJSON *obj, const char *key, int flags, const char **out)
 {
-    const cJSON *v = item(obj, key);
+    const cJSON *v = item_c(c, obj, key);
     *out = NULL;
     const char *expect = (flags & NULLABLE) ? "string or null" : "string";
     if (!v)
@@ -102,7 +159,7 @@ static int get_str(struct ctx *c, const cJSON *obj, const char *key, int flags, 
 
 static int get_bool(struct ctx *c, const cJSON *obj, const char *key, int flags, bool *out)
 {
-    const cJSON *v = item(obj, key);
+    const cJSON *v = item_c(c, obj, key);
     *out = false;
     if (!v)
         return (flags & REQ) ? bad(c, key, "bool", v) : SN_OK;
@@ -116,7 +173,7 @@ static int get_bool(struct ctx *c, const cJSON *obj, const char *key, int flags,
 static int get_int(struct ctx *c, const cJSON *obj, const char *key, int flags, double lo,
                    double hi, int64_t dflt, int64_t *out)
 {
-    const cJSON *v = item(obj, key);
+    const cJSON *v = item_c(c, obj, key);
     *out = dflt;
     if (!v || ((flags & NULLABLE) && cJSON_IsNull(v)))
         return (!v && (flags & REQ)) ? bad(c, key, "integer", v) : SN_OK;
@@ -131,7 +188,7 @@ static int get_int(struct ctx *c, const cJSON *obj, const char *key, int flags, 
 
 static int get_num(struct ctx *c, const cJSON *obj, const char *key, double *out)
 {
-    const cJSON *v = item(obj, key);
+    const cJSON *v = item_c(c, obj, key);
     *out = 0.0;
     if (!v || cJSON_IsNull(v))
         return SN_OK;
@@ -143,7 +200,7 @@ static int get_num(struct ctx *c, const cJSON *obj, const char *key, double *out
 
 static int get_obj(struct ctx *c, const cJSON *obj, const char *key, int flags, const cJSON **out)
 {
-    const cJSON *v = item(obj, key);
+    const cJSON *v = item_c(c, obj, key);
     *out = NULL;
     if (!v || ((flags & NULLABLE) && cJSON_IsNull(v)))
         return (!v && (flags & REQ)) ? bad(c, key, "object", v) : SN_OK;
@@ -156,7 +213,7 @@ static int get_obj(struct ctx *c, const cJSON *obj, const char *key, int flags, 
 static int get_arr(struct ctx *c, const cJSON *obj, const char *key, int flags, const cJSON **out,
                    size_t *n)
 {
-    const cJSON *v = item(obj, key);
+    const cJSON *v = item_c(c, obj, key);
     *out = NULL;
     *n = 0;
     if (!v)
@@ -168,9 +225,12 @@ static int get_arr(struct ctx *c, const cJSON *obj, const char *key, int flags, 
     return SN_OK;
 }
 
-static void set_pfx(struct ctx *c, const char *fmt, long a, long b)
+static void set_pfx(struct ctx *c, const char *fmt, long a, long b, long d)
 {
-    snprintf(c->pfx, sizeof c->pfx, fmt, a, b);
+    c->pfx_fmt = fmt;
+    c->pa = a;
+    c->pb = b;
+    c->pc = d;
 }
 
 /* [[from, to], ...] with 0 <= from, to < n. */
@@ -215,7 +275,7 @@ static int read_pairs(struct ctx *c, const cJSON *arr, const char *key, size_t n
 static int read_agent(struct ctx *c, const cJSON *a, size_t i, size_t n_agents,
                       struct sn_traj_agent *ag)
 {
-    set_pfx(c, "agents[%ld]", (long)i, 0);
+    set_pfx(c, "agents[%ld]", (long)i, 0, 0);
     if (!cJSON_IsObject(a))
         return bad_value(c, "", "expected an object");
     int64_t id;
@@ -256,9 +316,10 @@ static int read_agent(struct ctx *c, const cJSON *a, size_t i, size_t n_agents,
 static int read_msg(struct ctx *c, const cJSON *m, size_t t, size_t k, size_t n_agents,
                     struct sn_traj_msg *msg)
 {
-    set_pfx(c, "rounds[%ld][%ld]", (long)t, (long)k);
+    set_pfx(c, "rounds[%ld][%ld]", (long)t, (long)k, 0);
     if (!cJSON_IsObject(m))
         return bad_value(c, "", "expected an object");
+    index_msg(c, m);
     int64_t agent;
     int rc;
     if ((rc = get_int(c, m, "agent", REQ, 0, INT_MAX, 0, &agent)))
@@ -294,9 +355,7 @@ static int read_msg(struct ctx *c, const cJSON *m, size_t t, size_t k, size_t n_
         size_t j = 0;
         const cJSON *d;
         cJSON_ArrayForEach(d, dl) {
-            set_pfx(c, "rounds[%ld][%ld].deliveries", (long)t, (long)k);
-            size_t len = strlen(c->pfx);
-            snprintf(c->pfx + len, sizeof c->pfx - len, "[%zu]", j);
+            set_pfx(c, "rounds[%ld][%ld].deliveries[%ld]", (long)t, (long)k, (long)j);
             if (!cJSON_IsObject(d))
                 return bad_value(c, "", "expected an object");
             int64_t to;
@@ -310,7 +369,7 @@ static int read_msg(struct ctx *c, const cJSON *m, size_t t, size_t k, size_t n_
                 (rc = get_str(c, d, "answer", NULLABLE, &dv->answer)))
                 return rc;
         }
-        set_pfx(c, "rounds[%ld][%ld]", (long)t, (long)k);
+        set_pfx(c, "rounds[%ld][%ld]", (long)t, (long)k, 0);
     }
     const cJSON *bl;
     size_t n_bl;
@@ -348,7 +407,7 @@ static int read_rounds(struct ctx *c, const cJSON *rounds, struct sn_traj *t)
     cJSON_ArrayForEach(r, rounds) {
         struct sn_traj_round *rd = &t->rounds[ti];
         if (!cJSON_IsArray(r)) {
-            c->pfx[0] = '\0';
+            c->pfx_fmt = "";
             char k[48];
             snprintf(k, sizeof k, "rounds[%zu]", ti);
             return bad(c, k, "array", r);
@@ -380,7 +439,7 @@ static int read_rounds(struct ctx *c, const cJSON *rounds, struct sn_traj *t)
 
 static int read_final(struct ctx *c, const cJSON *f, struct sn_traj_final *fin)
 {
-    snprintf(c->pfx, sizeof c->pfx, "final");
+    c->pfx_fmt = "final";
     int rc;
     if ((rc = get_str(c, f, "rule", NULLABLE, &fin->rule)) ||
         (rc = get_str(c, f, "answer", REQ | NULLABLE, &fin->answer)) ||
@@ -396,7 +455,7 @@ static int validate(struct ctx *c, struct sn_traj *t)
 {
     const cJSON *root = t->root_;
     int rc;
-    c->pfx[0] = '\0';
+    c->pfx_fmt = "";
     if (!cJSON_IsObject(root))
         return sn_err_set(c->err, SN_E_FORMAT, "%s: expected a JSON object, got %s", WHERE(c),
                           type_name(root));
@@ -469,12 +528,12 @@ static int validate(struct ctx *c, struct sn_traj *t)
         }
         i++;
     }
-    c->pfx[0] = '\0';
+    c->pfx_fmt = "";
 
     const cJSON *topo;
     if ((rc = get_obj(c, root, "topology", REQ, &topo)))
         return rc;
-    snprintf(c->pfx, sizeof c->pfx, "topology");
+    c->pfx_fmt = "topology";
     const cJSON *edges;
     size_t n_edges;
     if ((rc = get_str(c, topo, "name", REQ, &t->topology_name)) ||
@@ -485,40 +544,40 @@ static int validate(struct ctx *c, struct sn_traj *t)
         return bad_value(c, "n_agents", "does not match the length of agents[]");
     if ((rc = read_pairs(c, edges, "edges", n_agents, &t->edges, &t->n_edges)))
         return rc;
-    c->pfx[0] = '\0';
+    c->pfx_fmt = "";
 
     if ((rc = get_obj(c, root, "attack", NULLABLE, &t->attack)) ||
         (rc = get_obj(c, root, "defense", NULLABLE, &t->defense)) ||
         (rc = get_obj(c, root, "labels", NULLABLE, &t->labels)))
         return rc;
     if (t->attack) {
-        snprintf(c->pfx, sizeof c->pfx, "attack");
+        c->pfx_fmt = "attack";
         if ((rc = get_str(c, t->attack, "name", NULLABLE, &t->attack_name)))
             return rc;
     }
     t->defense_name = "none";
     if (t->defense) {
-        snprintf(c->pfx, sizeof c->pfx, "defense");
+        c->pfx_fmt = "defense";
         if ((rc = get_str(c, t->defense, "name", NULLABLE, &t->defense_name)))
             return rc;
         if (!t->defense_name)
             t->defense_name = "none";
     }
-    c->pfx[0] = '\0';
+    c->pfx_fmt = "";
 
     const cJSON *rounds;
     size_t n_rounds;
     if ((rc = get_arr(c, root, "rounds", REQ, &rounds, &n_rounds)) ||
         (rc = read_rounds(c, rounds, t)))
         return rc;
-    c->pfx[0] = '\0';
+    c->pfx_fmt = "";
 
     const cJSON *fin;
     if ((rc = get_obj(c, root, "final", REQ, &fin)) || (rc = read_final(c, fin, &t->final)))
         return rc;
-    c->pfx[0] = '\0';
+    c->pfx_fmt = "";
 
-    const cJSON *sv = item(root, "seed");
+    const cJSON *sv = lookup(root, "seed");
     /* seeds are unsigned 64-bit; JSON numbers above 2^53 lose precision, so a seed may also
     ** be written as a decimal string. */
     if (sv && cJSON_IsString(sv) && sv->valuestring) {
@@ -620,7 +679,7 @@ const struct sn_traj_msg *sn_traj_msg_of(const struct sn_traj *t, size_t round, 
 
 const char *sn_traj_label(const struct sn_traj *t, const char *key, char *buf, size_t buf_size)
 {
-    const cJSON *v = t->labels ? item(t->labels, key) : NULL;
+    const cJSON *v = t->labels ? lookup(t->labels, key) : NULL;
     if (!v)
         return NULL;
     if (cJSON_IsString(v) && v->valuestring)

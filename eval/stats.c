@@ -425,7 +425,7 @@ static int acc_add(struct acc *a, const struct sn_traj *t, const struct sn_deb *
                 continue;
             struct cell *ce = &a->ar[i * a->cap_rounds + r];
             ce->n++;
-            ce->k += d->ans[i * T + r] && !strcmp(d->ans[i * T + r], t->gold);
+            ce->k += d->ans[i * T + r] && d->ans[i * T + r] == d->gold;
         }
     }
     if (d->final_dec >= 0) {

@@ -25,6 +25,7 @@ void sn_deb_free(struct sn_deb *d)
     for (int i = 0; i < 6; i++)
         sn_free(d->tr[i]);
     sn_free(d->tr_of);
+    sn_free(d->distinct_);
     memset(d, 0, sizeof *d);
 }
 
@@ -41,7 +42,8 @@ static int reserve(struct sn_deb *d, size_t N, size_t T, struct sn_err *err)
     bool ok = ALLOC(d->ans, NT) && ALLOC(d->spoke, NT) && ALLOC(d->first_hit, cN) &&
               ALLOC(d->hits, cN) && ALLOC(d->nac, cN) && ALLOC(d->cons, cT) &&
               ALLOC(d->hon_k, cT) && ALLOC(d->hon_n, cT) && ALLOC(d->pan, cT) &&
-              ALLOC(d->pan_ans, cT) && ALLOC(d->pan_tie, cT) && ALLOC(d->tr_of, NT);
+              ALLOC(d->pan_ans, cT) && ALLOC(d->pan_tie, cT) && ALLOC(d->tr_of, NT) &&
+              ALLOC(d->distinct_, NT);
     for (int i = 0; i < 6 && ok; i++)
         ok = ALLOC(d->tr[i], cT);
 #undef ALLOC
@@ -54,7 +56,13 @@ static int reserve(struct sn_deb *d, size_t N, size_t T, struct sn_err *err)
     return SN_OK;
 }
 
+/* Answers are interned per debate (sn_deb_compute), so equal answers are the same pointer. */
 static bool eq(const char *a, const char *b)
+{
+    return a && a == b;
+}
+
+static bool streq(const char *a, const char *b)
 {
     return a && b && strcmp(a, b) == 0;
 }
@@ -124,19 +132,37 @@ int sn_deb_compute(struct sn_deb *d, const struct sn_traj *t, enum sn_majority m
         return rc;
     d->N = N;
     d->T = T;
+    /* answers grid, interned: every answer equal to an earlier one is replaced by the earlier
+    ** pointer, and gold and target by an equal answer when there is one, so that every later
+    ** comparison is a pointer comparison (a debate has few distinct answers) */
     const char *gold = t->gold, *target = t->adversarial_target;
-
-    /* answers grid */
+    size_t n_distinct = 0;
     for (size_t a = 0; a < N; a++) {
         for (size_t r = 0; r < T; r++) {
             const struct sn_traj_msg *m = sn_traj_msg_of(t, r, (int)a);
+            const char *x = m ? m->answer : NULL;
+            if (x) {
+                size_t j = 0;
+                while (j < n_distinct && strcmp(d->distinct_[j], x) != 0)
+                    j++;
+                if (j == n_distinct)
+                    d->distinct_[n_distinct++] = x;
+                x = d->distinct_[j];
+            }
             d->spoke[a * T + r] = m != NULL;
-            d->ans[a * T + r] = m ? m->answer : NULL;
+            d->ans[a * T + r] = x;
             d->tr_of[a * T + r] = SN_TR_NONE;
         }
         d->first_hit[a] = 0;
         d->hits[a] = 0;
     }
+    for (size_t j = 0; j < n_distinct; j++) {
+        if (streq(d->distinct_[j], t->gold))
+            gold = d->distinct_[j];
+        if (streq(d->distinct_[j], t->adversarial_target))
+            target = d->distinct_[j];
+    }
+    d->gold = gold;
 
     /* SDI_k = T_first / (|D_rem| T (T+1)) Σ_{i∈D_rem} Σ_{t=1..T} (1 − I(a_{k,i,t} = adv_k)),
     ** T_first = mean over D_rem of the first t with a = adv_k (T+1 if never).
@@ -263,7 +289,7 @@ int sn_deb_compute(struct sn_deb *d, const struct sn_traj *t, enum sn_majority m
             has = true;
         }
         d->final_ans = j;
-        d->final_dec = has ? eq(j, gold) : -1;
+        d->final_dec = has ? streq(j, t->gold) : -1;
     } else {
         d->final_ans = d->pan_ans[T - 1];
         d->final_dec = d->pan[T - 1];

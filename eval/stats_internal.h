@@ -20,7 +20,8 @@ enum sn_trans {
 
 struct sn_deb {
     size_t T, N;                  /* rounds, agent slots */
-    /* (N, T) row-major by agent: answer of slot a in round r; NULL = unparsed or silent */
+    /* (N, T) row-major by agent: answer of slot a in round r; NULL = unparsed or silent.
+    ** Interned: equal answers are equal pointers. */
     const char **ans;
     signed char *spoke;           /* (N, T) 1 when slot a has a message in round r */
     /* SDI (t = r + 1 in 1..T) */
@@ -52,6 +53,8 @@ struct sn_deb {
     /* flip: every honest slot correct at R0 (c0), and still every one at R_last (cf) */
     bool     c0, cf;
     uint64_t ans_total, ans_unparsed; /* honest answers over all rounds */
+    const char *gold;             /* t->gold, or the interned answer equal to it */
+    const char **distinct_;       /* (N, T) scratch: the interned answers */
     /* scratch capacity */
     size_t   cap_N, cap_T;
 };
