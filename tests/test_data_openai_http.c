@@ -258,6 +258,9 @@ static void test_concurrency(void)
     CHECK_MSG(fake_stat(&srv, "max_concurrent") == 8, "max_concurrent %d",
               fake_stat(&srv, "max_concurrent"));
     CHECK(fake_stat(&srv, "hits") == 48);
+    /* kept-alive connections: one per slot, reused by the next requests */
+    CHECK_MSG(fake_stat(&srv, "connections") == 8, "connections %d",
+              fake_stat(&srv, "connections"));
     /* 6 waves of 150 ms: at least 0.9 s; generous upper bound for a loaded machine */
     CHECK_MSG(dt >= 0.9 && dt < 6.0, "48 requests took %.3f s", dt);
     struct sn_llm_stats st = sn_llm_backend_stats(b);

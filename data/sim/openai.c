@@ -650,6 +650,9 @@ static void release_easy(struct oa_backend *o, struct oa_job *job)
             break;
         }
     curl_multi_remove_handle(o->multi, job->easy);
+    /* forget the job's buffers (error buffer, callbacks' data); the multi handle keeps the
+    ** connection for the next transfer */
+    curl_easy_reset(job->easy);
     if (o->n_idle < o->concurrency)
         o->idle[o->n_idle++] = job->easy;
     else

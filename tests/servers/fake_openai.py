@@ -14,7 +14,8 @@ Endpoints
         text "fake reply <sha12>: read <W> words. The answer is (<answer>)."
         usage.prompt_tokens = whitespace-separated words over all message contents,
         usage.completion_tokens = words of the text.
-  GET  /stats   {"hits", "max_concurrent", "current", "actions": {action: count}}
+  GET  /stats   {"hits", "max_concurrent", "current", "connections" (TCP connections
+                that carried chat requests), "actions": {action: count}}
   POST /reset   zeroes the counters and forgets attempt counts
   GET  /health  200
 
@@ -63,6 +64,7 @@ class State:
 
     def reset(self):
         self.hits = 0
+        self.connections = 0
         self.current = 0
         self.max_concurrent = 0
         self.attempts = {}
@@ -88,6 +90,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        self.counted = False
         # headers and body leave in two writes: without NODELAY the second waits for the
         # client's delayed ACK (~40 ms), which would swamp the latencies we measure
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -110,6 +113,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/stats":
             with st.lock:
                 obj = {"hits": st.hits, "max_concurrent": st.max_concurrent,
+                       "connections": st.connections,
                        "current": st.current, "actions": dict(st.actions)}
             self.send_json(200, obj)
         elif self.path == "/health":
@@ -130,6 +134,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_json(404, {"error": {"message": "no such path " + self.path}})
             return
         with st.lock:
+            if not self.counted:  # first chat request on this TCP connection
+                self.counted = True
+                st.connections += 1
             st.hits += 1
             st.current += 1
             st.max_concurrent = max(st.max_concurrent, st.current)
