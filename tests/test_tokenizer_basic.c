@@ -393,6 +393,69 @@ static void test_threads(void)
     sn_tokenizer_free(t);
 }
 
+/* Every allocation through sn_malloc failing in turn: a clean SN_E_NOMEM (or success), no
+** leak (ASan), no half-written file, and encode leaves the output as it was. */
+static void test_alloc_failures(void)
+{
+    char p[1100], p2[1100];
+    struct sn_err err = {0};
+    path_in(p, sizeof p, "demo.json");
+    path_in(p2, sizeof p2, "demo-alloc.json");
+    int ok_at = 0;
+    for (int n = 1; n < 5000 && !ok_at; n++) {
+        struct sn_tokenizer *t = NULL;
+        sn_err_clear(&err);
+        sn_alloc_fail_after((uint64_t)n);
+        int rc = sn_tokenizer_open(p, &t, &err);
+        sn_alloc_fail_after(0);
+        if (rc == SN_OK)
+            ok_at = n;
+        else
+            CHECK_MSG(rc == SN_E_NOMEM && t == NULL, "open, failing alloc %d: %d %s", n, rc,
+                      err.msg);
+        sn_tokenizer_free(t);
+    }
+    CHECK(ok_at > 5);
+    ok_at = 0;
+    /* write_demo makes ~900 allocations and trains BPE each time: every one of the first 40,
+    ** then every 23rd */
+    for (int n = 1; n < 5000 && !ok_at; n += n < 40 ? 1 : 23) {
+        sn_err_clear(&err);
+        remove(p2);
+        sn_alloc_fail_after((uint64_t)n);
+        int rc = sn_tokenizer_write_demo(p2, &err);
+        sn_alloc_fail_after(0);
+        if (rc == SN_OK)
+            ok_at = n;
+        else
+            CHECK_MSG(rc == SN_E_NOMEM && !sn_path_exists(p2), "write_demo, alloc %d: %s", n,
+                      err.msg);
+    }
+    CHECK(ok_at > 5);
+    const char *text = "The answer is (B) Jupiter, I'm sure. <|im_end|> 日本語 cafe\xCC\x81 "
+                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    ok_at = 0;
+    for (int n = 1; n < 5000 && !ok_at; n++) {
+        struct sn_tokenizer *t = NULL;
+        struct sn_ids ids = {0};
+        if (sn_tokenizer_open(p, &t, &err))
+            break;
+        sn_ids_push(&ids, 7, &err);
+        sn_err_clear(&err);
+        sn_alloc_fail_after((uint64_t)n);
+        int rc = sn_tokenizer_encode(t, text, strlen(text), &ids, &err);
+        sn_alloc_fail_after(0);
+        if (rc == SN_OK)
+            ok_at = n;
+        else
+            CHECK_MSG(rc == SN_E_NOMEM && ids.n == 1 && ids.v[0] == 7, "encode, alloc %d: %s",
+                      n, err.msg);
+        sn_ids_free(&ids);
+        sn_tokenizer_free(t);
+    }
+    CHECK(ok_at > 1);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", sn_test_dir("tokenizer_basic"));
@@ -401,5 +464,6 @@ int main(void)
     test_invalid_utf8();
     test_errors();
     test_threads();
+    test_alloc_failures();
     return sn_test_done();
 }

@@ -604,9 +604,10 @@ static size_t bpe_large(const struct sn_tokenizer *tok, struct tstate *st, const
     return k;
 }
 
-/* Appends the BPE ids of one pre-token w[0..n) (n > 0). */
+/* Appends the BPE ids of one pre-token w[0..n) (n > 0); h = bytes_hash(w, n) when
+** n <= CACHE_KEY (the caller computed it to prefetch the cache slot). */
 static int bpe_word(const struct sn_tokenizer *tok, struct tstate *st, const uint8_t *w,
-                    size_t n, struct sn_ids *out, struct sn_err *err)
+                    size_t n, uint64_t h, struct sn_ids *out, struct sn_err *err)
 {
     int rc;
     if (n == 1) {
@@ -618,7 +619,6 @@ static int bpe_word(const struct sn_tokenizer *tok, struct tstate *st, const uin
     struct cache_slot *slot = NULL;
     uint32_t h32 = 0;
     if (st->cache && n <= CACHE_KEY) {
-        uint64_t h = bytes_hash(w, n);
         h32 = (uint32_t)(h >> 32);
         slot = &st->cache[h & (CACHE_SLOTS - 1)];
         if (slot->klen == n && slot->h == h32 && !memcmp(slot->key, w, n)) {
@@ -658,14 +658,60 @@ static int bpe_word(const struct sn_tokenizer *tok, struct tstate *st, const uin
     return SN_OK;
 }
 
+/* Pre-tokens found but not yet encoded: their cache slots are prefetched as a batch, so the
+** memory latency of the (L2-sized) cache overlaps instead of adding up. */
+#define PIECE_BATCH 32
+struct pieces {
+    size_t   n;
+    uint32_t off[PIECE_BATCH], len[PIECE_BATCH];
+    uint64_t h[PIECE_BATCH];
+};
+
+static int pieces_flush(const struct sn_tokenizer *tok, struct tstate *st, const uint8_t *s,
+                        struct pieces *p, struct sn_ids *out, struct sn_err *err)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        p->h[i] = 0;
+        if (st->cache && p->len[i] > 1 && p->len[i] <= CACHE_KEY) {
+            p->h[i] = bytes_hash(s + p->off[i], p->len[i]);
+            __builtin_prefetch(&st->cache[p->h[i] & (CACHE_SLOTS - 1)]);
+        }
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        int rc = bpe_word(tok, st, s + p->off[i], p->len[i], p->h[i], out, err);
+        if (rc)
+            return rc;
+    }
+    p->n = 0;
+    return SN_OK;
+}
+
+static int piece_add(const struct sn_tokenizer *tok, struct tstate *st, const uint8_t *s,
+                     struct pieces *p, size_t off, size_t len, struct sn_ids *out,
+                     struct sn_err *err)
+{
+    if (len > UINT32_MAX || off > UINT32_MAX) { /* beyond the batch's offsets: do it now */
+        int rc = pieces_flush(tok, st, s, p, out, err);
+        if (rc)
+            return rc;
+        return bpe_word(tok, st, s + off, len, len <= CACHE_KEY ? bytes_hash(s + off, len) : 0,
+                        out, err);
+    }
+    p->off[p->n] = (uint32_t)off;
+    p->len[p->n++] = (uint32_t)len;
+    return p->n == PIECE_BATCH ? pieces_flush(tok, st, s, p, out, err) : SN_OK;
+}
+
 /* Pre-tokenizes a normalized segment and BPE-encodes each piece. */
 static int encode_normalized(const struct sn_tokenizer *tok, struct tstate *st, const uint8_t *s,
                              size_t n, struct sn_ids *out, struct sn_err *err)
 {
+    struct pieces p;
+    p.n = 0;
     if (!n)
         return SN_OK;
     if (!tok->re)
-        return bpe_word(tok, st, s, n, out, err);
+        return bpe_word(tok, st, s, n, n <= CACHE_KEY ? bytes_hash(s, n) : 0, out, err);
     size_t done = 0, search = 0;
     int rc;
     while (search < n) {
@@ -687,15 +733,15 @@ static int encode_normalized(const struct sn_tokenizer *tok, struct tstate *st, 
             search = a + l;
             continue;
         }
-        if (a > done && (rc = bpe_word(tok, st, s + done, a - done, out, err)))
+        if (a > done && (rc = piece_add(tok, st, s, &p, done, a - done, out, err)))
             return rc;
-        if ((rc = bpe_word(tok, st, s + a, b - a, out, err)))
+        if ((rc = piece_add(tok, st, s, &p, a, b - a, out, err)))
             return rc;
         done = search = b;
     }
-    if (done < n)
-        return bpe_word(tok, st, s + done, n - done, out, err);
-    return SN_OK;
+    if (done < n && (rc = piece_add(tok, st, s, &p, done, n - done, out, err)))
+        return rc;
+    return pieces_flush(tok, st, s, &p, out, err);
 }
 
 static int encode_segment(const struct sn_tokenizer *tok, struct tstate *st, const uint8_t *s,
@@ -754,7 +800,7 @@ int sn_tokenizer_encode(const struct sn_tokenizer *tok, const char *text, size_t
     struct tstate *st = tstate_get(tok, &temp);
     if (!st)
         return sn_err_set(err, SN_E_NOMEM, "tokenizer: out of memory for thread scratch");
-    size_t pos = 0;
+    size_t pos = 0, n0 = out->n;
     int rc = SN_OK;
     while (pos < len && !rc) {
         size_t k = 0, p = tok->n_added ? find_added(tok, s, len, pos, &k) : len;
@@ -767,6 +813,8 @@ int sn_tokenizer_encode(const struct sn_tokenizer *tok, const char *text, size_t
     }
     if (temp)
         tstate_destroy(st);
+    if (rc)
+        out->n = n0; /* nothing half-appended */
     return rc;
 }
 

@@ -21,7 +21,9 @@ void sn_ids_free(struct sn_ids *ids);
 
 int  sn_tokenizer_open(const char *path, struct sn_tokenizer **out, struct sn_err *err);
 void sn_tokenizer_free(struct sn_tokenizer *tok);                 /* NULL is fine */
-/* Appends the ids of text[0..len) to out. Special/added tokens in the text are matched. */
+/* Appends the ids of text[0..len) to out. Special/added tokens in the text are matched; no
+** special tokens are added (HF add_special_tokens = false). On failure out->n is unchanged.
+** Thread-safe: each calling thread gets its own scratch (kept until sn_tokenizer_free). */
 int  sn_tokenizer_encode(const struct sn_tokenizer *tok, const char *text, size_t len,
                          struct sn_ids *out, struct sn_err *err);
 /* Decodes ids into a new NUL-terminated string (*text, caller frees with sn_free). An id out
