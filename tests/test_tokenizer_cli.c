@@ -36,7 +36,8 @@ int main(void)
     CHECK(sn_tokenizer_write_demo(lib, &err) == SN_OK);
     CHECK(sn_test_sh("cmp -s '%s' '%s'", tj, lib) == 0);
 
-    /* plain lines: ids equal the library's; --decode gives the text back */
+    /* 3005 plain lines: ids equal the library's, --threads 3 gives the same output, --decode
+    ** gives the text back (each sentinel run loads libtorch: keep the runs few) */
     static const char *lines[] = {"Hello world, the answer is (B) Jupiter.",
                                   "<|im_start|>user", "", "  tabs\tand   spaces  ",
                                   "日本語 café 12345 👍"};
@@ -44,11 +45,16 @@ int main(void)
     CHECK(sn_tokenizer_open(tj, &t, &err) == SN_OK);
     if (!t)
         return sn_test_done();
-    struct sn_buf in = {0}, want = {0};
-    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+    struct sn_buf in = {0}, want = {0}, line = {0};
+    for (int i = 0; i < 3005; i++) {
         struct sn_ids ids = {0};
-        sn_buf_printf(&in, NULL, "%s\n", lines[i]);
-        CHECK(sn_tokenizer_encode(t, lines[i], strlen(lines[i]), &ids, &err) == SN_OK);
+        sn_buf_reset(&line);
+        if (i < 5)
+            sn_buf_puts(&line, lines[i], NULL);
+        else
+            sn_buf_printf(&line, NULL, "line %d: %s", i, lines[i % 5]);
+        sn_buf_printf(&in, NULL, "%s\n", line.data);
+        CHECK(sn_tokenizer_encode(t, line.data, line.len, &ids, &err) == SN_OK);
         for (size_t k = 0; k < ids.n; k++)
             sn_buf_printf(&want, NULL, k ? " %d" : "%d", ids.v[k]);
         sn_buf_puts(&want, "\n", NULL);
@@ -65,19 +71,11 @@ int main(void)
     char *got = slurp(p_ids, &n);
     CHECK(got && n == want.len && !memcmp(got, want.data, n));
     sn_free(got);
-    CHECK(sn_test_sh("'%s' tokenize --tokenizer '%s' --decode < '%s' > '%s'", bin, tj, p_ids,
-                     p_back) == 0);
-    CHECK(sn_test_sh("cmp -s '%s' '%s'", p_in, p_back) == 0);
-
-    /* --threads: 3000 lines, same output as one thread */
-    struct sn_buf big = {0};
-    for (int i = 0; i < 3000; i++)
-        sn_buf_printf(&big, NULL, "line %d: %s\n", i, lines[i % 5]);
-    CHECK(sn_atomic_write(p_in, big.data, big.len, &err) == SN_OK);
-    CHECK(sn_test_sh("'%s' tokenize --tokenizer '%s' < '%s' > '%s'", bin, tj, p_in, p_ids) == 0);
     CHECK(sn_test_sh("'%s' tokenize --tokenizer '%s' --threads 3 < '%s' | cmp -s - '%s'", bin,
                      tj, p_in, p_ids) == 0);
-    CHECK(sn_test_sh("test $(wc -l < '%s') -eq 3000", p_ids) == 0);
+    CHECK(sn_test_sh("'%s' tokenize --tokenizer '%s' --decode --threads 2 < '%s' > '%s'", bin,
+                     tj, p_ids, p_back) == 0);
+    CHECK(sn_test_sh("cmp -s '%s' '%s'", p_in, p_back) == 0);
 
     /* --json: newlines and quotes inside a text survive encode + decode */
     const char *js = "\"two\\nlines \\\"quoted\\\" \\u00e9\\ud83d\\ude00\"\n\"<|im_end|>\"\n\"\"\n";
@@ -105,14 +103,13 @@ int main(void)
     CHECK(sn_test_sh("grep -q 'stdin:1: unterminated JSON string' '%s'", p_err) == 0);
     CHECK(sn_test_sh("printf 'x\\n' | '%s' tokenize --tokenizer '%s' --threads 0 2>/dev/null",
                      bin, tj) == 2);
-    CHECK(sn_test_sh("'%s' tokenize < /dev/null 2>/dev/null", bin) == 2);
     CHECK(sn_test_sh("'%s' tokenize --tokenizer '%s/none.json' < /dev/null 2>'%s'", bin, dir,
                      p_err) == 1);
     CHECK(sn_test_sh("grep -q 'none.json' '%s'", p_err) == 0);
 
     sn_buf_free(&in);
     sn_buf_free(&want);
-    sn_buf_free(&big);
+    sn_buf_free(&line);
     sn_tokenizer_free(t);
     return sn_test_done();
 }
