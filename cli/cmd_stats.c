@@ -41,6 +41,8 @@ static void usage(FILE *f)
 "                          (default revision.all.p_dm_given_change)\n"
 "      --json OUT          write every row as JSON (atomically)\n"
 "      --csv OUT           write every row as CSV (atomically)\n"
+"      --items OUT         write one CSV line per debate (its own SDI_k, FAT, ASR, κ,\n"
+"                          accuracy, flip terms; atomically)\n"
 "      --full              print every row (default: headline metrics)\n"
 "      --quiet             no table on stdout\n"
 "      --skip-bad          skip (and count) lines that are not valid trajectories, and a\n"
@@ -150,7 +152,7 @@ struct opts {
     char        *by_copy;
     const char **by;
     size_t       n_by;
-    const char  *json, *csv, *explain;
+    const char  *json, *csv, *explain, *items;
     bool         full, quiet, skip_bad;
     int          progress; /* sn_progress force_mode */
 };
@@ -202,9 +204,24 @@ static int fn_scan(void *ctx, const struct sn_traj *t, struct sn_err *err)
     return sn_stats_scan_effective(ctx, t, err);
 }
 
+struct add_ctx {
+    struct sn_stats *st;
+    FILE            *items; /* --items stream, or NULL */
+    struct sn_buf    line;
+};
+
 static int fn_add(void *ctx, const struct sn_traj *t, struct sn_err *err)
 {
-    return sn_stats_add(ctx, t, err);
+    struct add_ctx *a = ctx;
+    int rc = sn_stats_add(a->st, t, err);
+    if (rc || !a->items)
+        return rc;
+    sn_buf_reset(&a->line);
+    if ((rc = sn_stats_item_row(a->st, t, &a->line, err)))
+        return rc;
+    if (a->line.len && fwrite(a->line.data, 1, a->line.len, a->items) != a->line.len)
+        return sn_err_set(err, SN_E_IO, "--items: write failed");
+    return SN_OK;
 }
 
 struct explain_ctx {
@@ -243,6 +260,7 @@ int sn_cmd_stats(int argc, char **argv)
         {"panel-metric", required_argument, 0, 'M'},
         {"json", required_argument, 0, 'j'},
         {"csv", required_argument, 0, 'c'},
+        {"items", required_argument, 0, 'I'},
         {"full", no_argument, 0, 'f'},
         {"quiet", no_argument, 0, 'q'},
         {"skip-bad", no_argument, 0, 's'},
@@ -260,6 +278,8 @@ int sn_cmd_stats(int argc, char **argv)
     size_t n_paths = 0;
     struct sn_progress *prog = NULL;
     struct explain_ctx ex = {0};
+    struct add_ctx add = {0};
+    struct sn_atomic_file *items_file = NULL;
 
     o.inputs = calloc((size_t)argc + 1, sizeof *o.inputs);
     if (!o.inputs)
@@ -316,6 +336,7 @@ int sn_cmd_stats(int argc, char **argv)
         case 'M': sp.panel_metric = optarg; break;
         case 'j': o.json = optarg; break;
         case 'c': o.csv = optarg; break;
+        case 'I': o.items = optarg; break;
         case 'f': o.full = true; break;
         case 'q': o.quiet = true; break;
         case 's': o.skip_bad = true; break;
@@ -406,10 +427,27 @@ int sn_cmd_stats(int argc, char **argv)
             goto done;
         }
     }
+    add.st = st;
+    if (o.items) {
+        if ((rc = sn_atomic_open(o.items, &items_file, &err))) {
+            status = sn_cli_fail("stats", &err);
+            goto done;
+        }
+        add.items = sn_atomic_stream(items_file);
+        fprintf(add.items, "%s\n", sn_stats_item_header());
+    }
     if ((rc = read_all(paths, n_paths, o.skip_bad, prog, &done_n, &n_skipped, &fs, first_skip,
-                       sizeof first_skip, fn_add, st, &err))) {
+                       sizeof first_skip, fn_add, &add, &err))) {
         status = sn_cli_fail("stats", &err);
         goto done;
+    }
+    if (items_file) {
+        rc = sn_atomic_commit(items_file, &err);
+        items_file = NULL;
+        if (rc) {
+            status = sn_cli_fail("stats", &err);
+            goto done;
+        }
     }
     sn_stats_note_skipped(st, n_skipped, fs);
     if (prog) {
@@ -443,6 +481,8 @@ int sn_cmd_stats(int argc, char **argv)
                 (unsigned long long)n_skipped, first_skip);
 
 done:
+    sn_atomic_abort(items_file);
+    sn_buf_free(&add.line);
     if (prog)
         sn_progress_finish(prog, NULL);
     sn_buf_free(&ex.out);

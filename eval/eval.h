@@ -70,6 +70,11 @@ void sn_stats_free(struct sn_stats *s); /* NULL is fine */
 int sn_stats_scan_effective(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err);
 /* Folds one trajectory into its group (and replicate, and panel) accumulators. t is not kept. */
 int sn_stats_add(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err);
+/* --items: one CSV line per debate (its own SDI_k, FAT, ...; docs/parts/stats.md "Per-debate
+** rows") for the trajectory t just passed to sn_stats_add (nothing when it was filtered out). */
+const char *sn_stats_item_header(void); /* no newline */
+int sn_stats_item_row(struct sn_stats *s, const struct sn_traj *t, struct sn_buf *out,
+                      struct sn_err *err);
 /* Bookkeeping shown in the report: lines skipped by the reader (--skip-bad), input names. */
 void sn_stats_note_skipped(struct sn_stats *s, uint64_t n_skipped, const char *first_msg);
 int  sn_stats_note_input(struct sn_stats *s, const char *path, struct sn_err *err);

@@ -481,7 +481,8 @@ struct sn_stats {
     size_t        n_groups, cap_groups;
     struct map    group_map;
     struct map    items;   /* --adversary-effective: item -> 1 seen adversary | 2 ineffective */
-    struct sn_deb deb;
+    struct sn_deb deb;     /* the terms of the last debate added */
+    size_t        last_gi; /* its group; (size_t)-1 when it was filtered out */
     struct sn_buf key;
     uint64_t      n_added, n_filtered, n_skipped;
     char         *first_skip;
@@ -605,6 +606,7 @@ int sn_stats_create(const struct sn_stats_params *params, struct sn_stats **out,
         goto fail;
     }
     s->p.by = NULL; /* not kept: the caller's strings may go away */
+    s->last_gi = (size_t)-1;
     *out = s;
     return SN_OK;
 fail:
@@ -748,12 +750,14 @@ static int group_add(struct sn_stats *s, size_t gi, const struct sn_traj *t, str
 int sn_stats_add(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err)
 {
     int rc;
+    s->last_gi = (size_t)-1;
     if (s->p.adversary_effective) {
         if ((rc = item_key(s, t, err)))
             return rc;
         size_t *v = map_find(&s->items, s->key.data, s->key.len);
         if (!v || *v != 1) {
             s->n_filtered++;
+            s->last_gi = (size_t)-1;
             return SN_OK;
         }
     }
@@ -790,6 +794,61 @@ int sn_stats_add(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err
         break;
     }
     s->n_added++;
+    s->last_gi = gi;
+    return SN_OK;
+}
+
+const char *sn_stats_item_header(void)
+{
+    return "id,item_id,dataset,group,replicate,T,sdi_status,sdi,fat,asr,kappa,n_drem,nac_honest,"
+           "accuracy_honest_r0,accuracy_honest_last,panel_r0,panel_last,final,flip_c0,flip_cf";
+}
+
+static int csv_text(struct sn_buf *b, const char *v, struct sn_err *err)
+{
+    if (!strpbrk(v, ",\"\n\r"))
+        return sn_buf_puts(b, v, err);
+    if (sn_buf_puts(b, "\"", err))
+        return err->code;
+    for (const char *p = v; *p; p++)
+        if (sn_buf_append(b, p, 1, err) || (*p == '"' && sn_buf_append(b, "\"", 1, err)))
+            return err->code;
+    return sn_buf_puts(b, "\"", err);
+}
+
+static int csv_dbl(struct sn_buf *b, double v, struct sn_err *err)
+{
+    return isfinite(v) ? sn_buf_printf(b, err, ",%.10g", v) : sn_buf_puts(b, ",", err);
+}
+
+int sn_stats_item_row(struct sn_stats *s, const struct sn_traj *t, struct sn_buf *out,
+                      struct sn_err *err)
+{
+    if (s->last_gi == (size_t)-1)
+        return SN_OK; /* filtered out: no row */
+    const struct sn_deb *d = &s->deb;
+    static const char *const st[] = {"ok", "no_target", "empty_drem", "no_rounds"};
+    size_t T = d->T;
+    double h0 = T && d->hon_n[0] ? (double)d->hon_k[0] / d->hon_n[0] : NAN;
+    double hl = T && d->hon_n[T - 1] ? (double)d->hon_k[T - 1] / d->hon_n[T - 1] : NAN;
+    double p0 = T && d->pan[0] >= 0 ? d->pan[0] : NAN;
+    double pl = T && d->pan[T - 1] >= 0 ? d->pan[T - 1] : NAN;
+    int rc;
+    if ((rc = csv_text(out, t->id, err)) || (rc = sn_buf_puts(out, ",", err)) ||
+        (rc = csv_text(out, t->item_id, err)) || (rc = sn_buf_puts(out, ",", err)) ||
+        (rc = csv_text(out, t->dataset, err)) || (rc = sn_buf_puts(out, ",", err)) ||
+        (rc = csv_text(out, s->groups[s->last_gi].label, err)) ||
+        (rc = sn_buf_printf(out, err, ",%lld,%zu,%s", (long long)t->replicate, T,
+                            st[d->sdi_status])) ||
+        (rc = csv_dbl(out, d->sdi, err)) || (rc = csv_dbl(out, d->fat, err)) ||
+        (rc = csv_dbl(out, d->asr, err)) || (rc = csv_dbl(out, d->kappa, err)) ||
+        (rc = sn_buf_printf(out, err, ",%zu", d->n_drem)) ||
+        (rc = csv_dbl(out, d->nac_h_n ? d->nac_h_sum / (double)d->nac_h_n : NAN, err)) ||
+        (rc = csv_dbl(out, h0, err)) || (rc = csv_dbl(out, hl, err)) ||
+        (rc = csv_dbl(out, p0, err)) || (rc = csv_dbl(out, pl, err)) ||
+        (rc = csv_dbl(out, d->final_dec >= 0 ? d->final_dec : NAN, err)) ||
+        (rc = sn_buf_printf(out, err, ",%d,%d\n", d->c0, d->cf)))
+        return rc;
     return SN_OK;
 }
 

@@ -73,7 +73,14 @@ int main(void)
 
     /* a directory, searched recursively (a file also named is read once); JSON + CSV + table */
     CHECK(stats("traj -i traj/a.jsonl.gz --by strategy --json out.json --csv out.csv "
-                "--progress none") == 0);
+                "--items items.csv --progress none") == 0);
+    /* per-debate row of d1 (hand values: test_eval_sdi "basic"; NAC (2+2+1)/3; honest r0 3/3,
+    ** r2 1/3; panel r0 A correct, r2 B wrong; C0 yes, CF no) */
+    char *items = slurp("items.csv");
+    CHECK_MSG(strstr(items, "\nd1,d1,synthetic,strategy=simultaneous,0,3,ok,0.5,3,0.3333333333,"
+                            "0.75,3,1.666666667,1,0.3333333333,1,0,0,1,0\n") != NULL, "%s", items);
+    CHECK(!strncmp(items, "id,item_id,", 11));
+    free(items);
     char *out = slurp("out.txt");
     CHECK(strstr(out, "== strategy=one_by_one ==") && strstr(out, "sdi ") &&
           strstr(out, "plurality"));
