@@ -212,16 +212,24 @@ int sn_atomic_write(const char *path, const void *data, size_t n, struct sn_err 
 /* ---- line reader ---- */
 
 struct sn_lines {
-    gzFile   gz;
+    FILE    *f;
     char    *path;
-    char    *chunk;     /* decompressed bytes not yet returned */
+    bool     is_gzip;       /* decided by the magic bytes 1f 8b, not by the name */
+    bool     in_member;     /* inside a gzip member (inflate has unfinished state) */
+    z_stream zs;
+    bool     zs_ready;
+    unsigned char *raw;     /* compressed (or plain) input not yet consumed */
+    size_t   raw_len, raw_pos;
+    bool     raw_eof;
+    uint64_t raw_offset;    /* file offset of raw[0] */
+    char    *chunk;         /* decoded bytes not yet returned */
     size_t   chunk_len, chunk_pos;
     struct sn_buf line;
     uint64_t lineno;
     bool     eof;
 };
 
-enum { LINES_CHUNK = 1 << 16 };
+enum { LINES_CHUNK = 1 << 16, LINES_RAW = 1 << 16 };
 
 int sn_lines_open(const char *path, size_t max_line, struct sn_lines **out, struct sn_err *err)
 {
@@ -231,45 +239,105 @@ int sn_lines_open(const char *path, size_t max_line, struct sn_lines **out, stru
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
     r->path = sn_strdup(path);
     r->chunk = sn_malloc(LINES_CHUNK);
+    r->raw = sn_malloc(LINES_RAW);
     r->line.max = max_line ? max_line : ((size_t)256 << 20);
-    if (!r->path || !r->chunk) {
+    if (!r->path || !r->chunk || !r->raw) {
         sn_lines_close(r);
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
     }
-    /* gzopen reads plain files transparently, and tells gzip from plain by the magic bytes. */
-    r->gz = gzopen(path, "rb");
-    if (!r->gz) {
-        int rc = sn_err_set(err, SN_E_IO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+    r->f = fopen(path, "rb");
+    if (!r->f) {
+        int rc = sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
         sn_lines_close(r);
         return rc;
     }
-    gzbuffer(r->gz, 1 << 17);
+    r->raw_len = fread(r->raw, 1, LINES_RAW, r->f);
+    r->raw_eof = r->raw_len < LINES_RAW;
+    r->is_gzip = r->raw_len >= 2 && r->raw[0] == 0x1f && r->raw[1] == 0x8b;
+    if (r->is_gzip) {
+        /* 16 + MAX_WBITS: gzip wrapper only. Members are decoded one after another (a file
+        ** appended to one member per record is valid gzip); zlib's gzread would silently
+        ** ignore a cut-short member after a complete one, which hides lost records. */
+        if (inflateInit2(&r->zs, 16 + MAX_WBITS) != Z_OK) {
+            sn_lines_close(r);
+            return sn_err_set(err, SN_E_NOMEM, "%s: out of memory (zlib)", path);
+        }
+        r->zs_ready = true;
+    }
     *out = r;
     return SN_OK;
 }
 
+static int raw_refill(struct sn_lines *r, struct sn_err *err)
+{
+    if (r->raw_pos < r->raw_len || r->raw_eof)
+        return SN_OK;
+    r->raw_offset += r->raw_len;
+    r->raw_len = fread(r->raw, 1, LINES_RAW, r->f);
+    r->raw_pos = 0;
+    if (ferror(r->f))
+        return sn_err_set(err, SN_E_IO, "%s: read error at byte %llu", r->path,
+                          (unsigned long long)r->raw_offset);
+    if (r->raw_len < LINES_RAW)
+        r->raw_eof = true;
+    return SN_OK;
+}
+
+static int truncated(struct sn_lines *r, struct sn_err *err, const char *what)
+{
+    return sn_err_set(err, SN_E_FORMAT,
+                      "%s: truncated or corrupt gzip after line %llu (%s at byte %llu); "
+                      "the file was probably cut short by a killed writer",
+                      r->path, (unsigned long long)r->lineno, what,
+                      (unsigned long long)(r->raw_offset + r->raw_pos));
+}
+
 static int lines_fill(struct sn_lines *r, struct sn_err *err)
 {
-    int n = gzread(r->gz, r->chunk, LINES_CHUNK);
-    if (n < 0) {
-        int zerr;
-        const char *msg = gzerror(r->gz, &zerr);
-        return sn_err_set(err, SN_E_FORMAT, "%s: after line %llu: %s", r->path,
-                          (unsigned long long)r->lineno, msg);
-    }
-    if (n == 0) {
-        int zerr;
-        const char *msg = gzerror(r->gz, &zerr);
-        /* Z_BUF_ERROR at end of input = the gzip stream was cut short (a killed writer). */
-        if (zerr == Z_BUF_ERROR || (zerr != Z_OK && zerr != Z_STREAM_END))
-            return sn_err_set(err, SN_E_FORMAT,
-                              "%s: truncated or corrupt gzip after line %llu (%s)", r->path,
-                              (unsigned long long)r->lineno, msg);
-        r->eof = true;
-    }
-    r->chunk_len = (size_t)n;
+    r->chunk_len = 0;
     r->chunk_pos = 0;
-    return SN_OK;
+    for (;;) {
+        int rc = raw_refill(r, err);
+        if (rc)
+            return rc;
+        size_t avail = r->raw_len - r->raw_pos;
+        if (!r->is_gzip) {
+            if (!avail) {
+                r->eof = true;
+                return SN_OK;
+            }
+            memcpy(r->chunk, r->raw + r->raw_pos, avail);
+            r->chunk_len = avail;
+            r->raw_pos += avail;
+            return SN_OK;
+        }
+        if (!avail) {
+            if (r->in_member)
+                return truncated(r, err, "member cut short");
+            r->eof = true;
+            return SN_OK;
+        }
+        r->zs.next_in = r->raw + r->raw_pos;
+        r->zs.avail_in = (uInt)avail;
+        r->zs.next_out = (Bytef *)r->chunk;
+        r->zs.avail_out = LINES_CHUNK;
+        r->in_member = true;
+        int z = inflate(&r->zs, Z_NO_FLUSH);
+        r->raw_pos += avail - r->zs.avail_in;
+        r->chunk_len = LINES_CHUNK - r->zs.avail_out;
+        if (z == Z_STREAM_END) {
+            r->in_member = false;
+            inflateReset(&r->zs);
+        } else if (z == Z_DATA_ERROR || z == Z_NEED_DICT) {
+            return truncated(r, err, r->zs.msg ? r->zs.msg : "data error");
+        } else if (z == Z_MEM_ERROR) {
+            return sn_err_set(err, SN_E_NOMEM, "%s: out of memory (zlib)", r->path);
+        } else if (z != Z_OK && z != Z_BUF_ERROR) {
+            return truncated(r, err, "inflate failed");
+        }
+        if (r->chunk_len)
+            return SN_OK;
+    }
 }
 
 int sn_lines_next(struct sn_lines *r, const char **line, size_t *len, bool *complete,
@@ -329,8 +397,11 @@ void sn_lines_close(struct sn_lines *r)
 {
     if (!r)
         return;
-    if (r->gz)
-        gzclose(r->gz);
+    if (r->zs_ready)
+        inflateEnd(&r->zs);
+    if (r->f)
+        fclose(r->f);
+    sn_free(r->raw);
     sn_buf_free(&r->line);
     sn_free(r->chunk);
     sn_free(r->path);

@@ -195,14 +195,19 @@ int main(void)
     /* SIGKILL mid-run, then resume: equal to the uninterrupted run with the same endpoint
     ** (a simulated latency makes the run long enough to kill; it is recorded in each line) */
     const char *slow = strdup(p1("slow.json"));
-    write_recipe(slow, ",\"delay_ms\":1.5");
+    write_recipe(slow, ",\"delay_ms\":3");
     CHECK(sn_test_sh("%s simulate --recipe %s -o %s/slowref --threads 4 --progress none "
                      "2>/dev/null", bin, slow, dir) == 0);
     struct lines sref = run_lines(p1("slowref"));
     CHECK(sref.n == total);
+    /* Kill once some debates are on disk (polled, not a fixed sleep: under load a fixed
+    ** sleep can land before the first write or after the last). */
     int killed = sn_test_sh("%s simulate --recipe %s -o %s/killed --threads 4 --progress none "
-                            "2>/dev/null & pid=$!; sleep 0.6; kill -9 $pid; wait $pid; exit 0",
-                            bin, slow, dir);
+                            "2>/dev/null & pid=$!; f=%s/killed/trajectories-0of1.jsonl.gz; "
+                            "for i in $(seq 600); do s=$(stat -c %%s $f 2>/dev/null || echo 0); "
+                            "[ $s -gt 3000 ] && break; sleep 0.02; done; "
+                            "kill -9 $pid; wait $pid; exit 0",
+                            bin, slow, dir, dir);
     CHECK(killed == 0);
     {
         /* what the kill left: complete records (at most one partial member) */
