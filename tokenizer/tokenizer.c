@@ -1023,13 +1023,46 @@ static int load_pretok(struct sn_tokenizer *tok, const cJSON *pt, const char *pa
     return SN_OK;
 }
 
+/* HF tokenizers runs the pattern with Oniguruma, whose \s is the Unicode White_Space
+** property; PCRE2's \s (with UCP) also takes U+180E MONGOLIAN VOWEL SEPARATOR (a Perl
+** tradition), which splits text differently (seen against HF and the JS port). So \s and \S
+** become \p{White_Space} and \P{White_Space}, which PCRE2 accepts inside classes too.
+** Escaped backslashes are copied as pairs, so "\\s" stays a backslash and an 's'. */
+static char *regex_onig_spaces(const char *p)
+{
+    size_t n = strlen(p), o = 0;
+    char *q = sn_malloc(n * 8 + 1);    /* each 2-byte escape grows to at most 16 bytes */
+    if (!q)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\\' && i + 1 < n) {
+            if (p[i + 1] == 's' || p[i + 1] == 'S') {
+                memcpy(q + o, p[i + 1] == 's' ? "\\p{White_Space}" : "\\P{White_Space}", 15);
+                o += 15;
+            } else {
+                q[o++] = p[i];
+                q[o++] = p[i + 1];
+            }
+            i++;
+        } else {
+            q[o++] = p[i];
+        }
+    }
+    q[o] = 0;
+    return q;
+}
+
 static int compile_regex(struct sn_tokenizer *tok, const char *pattern, const char *path,
                          struct sn_err *err)
 {
     int ec;
     PCRE2_SIZE eo;
-    tok->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+    char *pat = regex_onig_spaces(pattern);
+    if (!pat)
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+    tok->re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
                             &ec, &eo, NULL);
+    sn_free(pat);
     if (!tok->re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(ec, msg, sizeof msg);

@@ -30,7 +30,8 @@ const WORDS = ("the of and to in is that it was for on are as with his they at b
   "debate agent answer adversary honest consensus Jupiter reasoning option correct wrong " +
   "tokenizer encoding internationalization antidisestablishmentarianism").split(" ");
 const CONTRACTIONS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'T", "'RE", "'Ve",
-  "'M", "'LL", "'D", "'Ll", "'rE", "\u2019s", "\u2019t", "'x", "''", "'"];
+  "'M", "'LL", "'D", "'Ll", "'rE", "\u2019s", "\u2019t", "'x", "''", "'", "'\u017f",
+  "'\u212a"];
 const CODE = [
   "def f(x):\n    return x ** 2 + 1\n",
   "for (int i = 0; i < n; ++i) {\n\tsum += a[i] * b[i];\n}\n",
@@ -95,11 +96,12 @@ const SCRIPTS = ["\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440!",
   "\u10d2\u10d0\u10db\u10d0\u10e0\u10ef\u10dd\u10d1\u10d0", "\u0540\u0561\u0575\u0565\u0580\u0565\u0576",
   "\u1200\u121b\u122d\u129b", "\u0f56\u0f7c\u0f51\u0f0b\u0f61\u0f72\u0f42", "caf\u00e9 na\u00efve r\u00e9sum\u00e9"];
 const WS = [" ", "  ", "   ", "\t", "\t\t", "\n", "\n\n", "\r\n", "\r", " \n", "\n ", " \t ",
-  "    ", "\u00a0", "\u3000", "\u2003", "\n\n\n", " \r\n ", "\t \n"];
-// Code point ranges for the random category. Left out on purpose: U+FEFF and U+0085, U+180E,
-// U+200B (JS's \s and Rust's \s disagree on them, so the two references differ), U+017F and
-// U+212A (case-fold to s/k under (?i:), where the JS port's [sS] rewrite differs), surrogates,
-// noncharacters and unassigned blocks.
+  "    ", "\u00a0", "\u3000", "\u2003", "\n\n\n", " \r\n ", "\t \n", "\u180e", " \u180e",
+  "\u2028", "\u2029", "\u000b", "\u000c", "\u200b", " \u202f", "\u1680"];
+// Code point ranges for the random category. Left out on purpose: U+FEFF and U+0085 (JS's
+// \s and Oniguruma's \s disagree on them, so the two references differ from each other),
+// surrogates, noncharacters and unassigned blocks. U+180E (which PCRE2's own \s would take)
+// and other spaces are in WS above.
 const RANGES = [[0x20, 0x7e], [0xa0, 0x17e], [0x180, 0x24f], [0x370, 0x3ff], [0x400, 0x4ff],
   [0x590, 0x5ff], [0x600, 0x6ff], [0x900, 0x97f], [0xe00, 0xe7f], [0x1100, 0x11ff],
   [0x2010, 0x2027], [0x2030, 0x205e], [0x2190, 0x22ff], [0x2500, 0x25ff], [0x3040, 0x30ff],
