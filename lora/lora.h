@@ -1,0 +1,81 @@
+/* lora/lora.h: LoRA linear layers (Hu et al. 2021, arXiv:2106.09685) over aten/ tensors, with
+** PEFT's conventions (peft src/peft/tuners/lora/layer.py; /work/shared/notes/ecosystem.md §2):
+**
+**   y = x Wᵀ + b + scale · (dropout(x) Aᵀ) Bᵀ,   A (r, in), B (out, r), scale = alpha / r
+**
+** A is initialised Kaiming-uniform with a = sqrt(5) (bound 1/sqrt(in), as nn.Linear and PEFT's
+** init_lora_weights=True), B to zero, so a fresh adapter leaves the layer's output unchanged.
+** Dropout (inverted, probability `dropout`) applies to the adapter's input only, and only in
+** training mode. The base W and b are never modified except by merge/unmerge, and are expected
+** not to require grad (frozen).
+**
+** Merge: W <- W + scale · B A. Unmerge restores W bit for bit: merge keeps a copy of the
+** original W (floating-point W + ΔW − ΔW is not W in general), and unmerge copies it back.
+**
+** Ownership: a struct sn_lora_linear owns its A, B and the saved copy; free with
+** sn_lora_linear_free. Tensors passed to forward/merge are borrowed. */
+#ifndef SN_LORA_H
+#define SN_LORA_H
+#include "aten/aten.h"
+
+/* The seven Qwen2 projections LoRA may target (recipe key train.lora.target_modules).
+** Append-only. */
+enum sn_lora_target {
+    SN_LORA_Q_PROJ,
+    SN_LORA_K_PROJ,
+    SN_LORA_V_PROJ,
+    SN_LORA_O_PROJ,
+    SN_LORA_GATE_PROJ,
+    SN_LORA_UP_PROJ,
+    SN_LORA_DOWN_PROJ,
+    SN_LORA_TARGET_COUNT
+};
+#define SN_LORA_ALL_TARGETS ((1u << SN_LORA_TARGET_COUNT) - 1u)
+
+/* "q_proj", ...; NULL when out of range. */
+const char *sn_lora_target_name(enum sn_lora_target t);
+/* Parses a module name ("q_proj"); false if unknown. */
+bool        sn_lora_target_parse(const char *name, enum sn_lora_target *out);
+
+struct sn_lora_config {
+    int      r;          /* rank, >= 1 */
+    double   alpha;      /* lora_alpha; scale = alpha / r */
+    double   dropout;    /* lora_dropout in [0, 1) */
+    unsigned targets;    /* bit (1u << enum sn_lora_target) per targeted projection */
+};
+/* PEFT's defaults except targets: r 8, alpha 8, dropout 0, q_proj + v_proj. */
+struct sn_lora_config sn_lora_default_config(void);
+/* Checks ranges; a message names the field. */
+int sn_lora_config_check(const struct sn_lora_config *c, struct sn_err *err);
+
+struct sn_lora_linear {
+    struct sn_tensor *A;       /* (r, in), requires grad */
+    struct sn_tensor *B;       /* (out, r), requires grad */
+    double            scale;   /* alpha / r */
+    double            dropout;
+    bool              merged;
+    struct sn_tensor *w_saved; /* copy of W while merged, else NULL */
+};
+
+/* Creates A (Kaiming-uniform from gen) and B (zeros) in dtype dt on dev, both requiring grad.
+** On failure *l is left empty (all NULL). */
+int  sn_lora_linear_init(struct sn_lora_linear *l, int64_t in, int64_t out,
+                         const struct sn_lora_config *c, enum sn_dtype dt, struct sn_device dev,
+                         struct sn_aten_gen *gen, struct sn_err *err);
+void sn_lora_linear_free(struct sn_lora_linear *l); /* frees the tensors; l itself is the
+                                                   ** caller's */
+/* y = linear(x, W, bias) (+ the adapter term unless merged). gen is needed only when training
+** with dropout > 0. l may be NULL (plain linear). */
+int  sn_lora_linear_forward(const struct sn_lora_linear *l, const struct sn_tensor *x,
+                            const struct sn_tensor *W, const struct sn_tensor *bias,
+                            bool training, struct sn_aten_gen *gen, struct sn_tensor **out,
+                            struct sn_err *err);
+/* W (out, in) in place: W += scale · B A (under no-grad), keeping a copy for unmerge.
+** Merging twice is SN_E_ARG. */
+int  sn_lora_merge(struct sn_lora_linear *l, struct sn_tensor *W, struct sn_err *err);
+/* Restores W's original bits. Unmerging an unmerged layer is SN_E_ARG. */
+int  sn_lora_unmerge(struct sn_lora_linear *l, struct sn_tensor *W, struct sn_err *err);
+/* ΔW = scale · B A as a new tensor (out, in) (for export). */
+int  sn_lora_delta(const struct sn_lora_linear *l, struct sn_tensor **out, struct sn_err *err);
+
+#endif /* SN_LORA_H */

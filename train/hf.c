@@ -1,0 +1,343 @@
+/* train/hf.c: Hugging Face model directories (config.json + model.safetensors, or shards listed
+** by model.safetensors.index.json) into and out of struct sn_model. Layout:
+** docs/parts/model.md#model-directory. Weights are read through mmap (common/safetensors.h):
+** only the tensors we use are touched. */
+#include "train/train_internal.h"
+
+#include "common/safetensors.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_SHARDS 4096
+
+struct weights {
+    struct sn_st_file **files;
+    size_t              n_files;
+    bool               *used;   /* per tensor, flattened over files */
+    size_t             *base;   /* first flat index per file */
+    const char         *prefix; /* "" or "model." handling: see find() */
+};
+
+static void weights_close(struct weights *w)
+{
+    for (size_t i = 0; i < w->n_files; i++)
+        sn_st_close(w->files[i]);
+    sn_free(w->files);
+    sn_free(w->used);
+    sn_free(w->base);
+    memset(w, 0, sizeof *w);
+}
+
+static int path_join(char *buf, size_t n, const char *dir, const char *name, struct sn_err *err)
+{
+    int k = snprintf(buf, n, "%s/%s", dir, name);
+    if (k < 0 || (size_t)k >= n)
+        return sn_err_set(err, SN_E_ARG, "%s/%s: path too long", dir, name);
+    return SN_OK;
+}
+
+static int weights_open_files(struct weights *w, const char *dir, char **names, size_t n,
+                              struct sn_err *err)
+{
+    w->files = sn_calloc(n, sizeof *w->files);
+    w->base = sn_calloc(n + 1, sizeof *w->base);
+    if (!w->files || !w->base)
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", dir);
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[4096];
+        int rc = path_join(path, sizeof path, dir, names[i], err);
+        if (!rc)
+            rc = sn_st_open(path, &w->files[i], err);
+        if (rc)
+            return rc;
+        w->n_files++;
+        w->base[i] = total;
+        total += sn_st_count(w->files[i]);
+    }
+    w->base[n] = total;
+    w->used = sn_calloc(total + 1, sizeof *w->used);
+    if (!w->used)
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", dir);
+    /* the same tensor name in two shards is ambiguous */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < sn_st_count(w->files[i]); j++)
+            for (size_t k = i + 1; k < n; k++)
+                if (sn_st_find(w->files[k], sn_st_get(w->files[i], j)->name))
+                    return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s' appears in both %s "
+                                      "and %s", dir, sn_st_get(w->files[i], j)->name,
+                                      sn_st_path(w->files[i]), sn_st_path(w->files[k]));
+    return SN_OK;
+}
+
+/* Opens model.safetensors, or every shard named in model.safetensors.index.json. */
+static int weights_open(struct weights *w, const char *dir, struct sn_err *err)
+{
+    memset(w, 0, sizeof *w);
+    char path[4096];
+    int rc = path_join(path, sizeof path, dir, "model.safetensors", err);
+    if (rc)
+        return rc;
+    if (sn_path_exists(path)) {
+        char *one = "model.safetensors";
+        return weights_open_files(w, dir, &one, 1, err);
+    }
+    rc = path_join(path, sizeof path, dir, "model.safetensors.index.json", err);
+    if (rc)
+        return rc;
+    if (!sn_path_exists(path))
+        return sn_err_set(err, SN_E_IO, "%s: no model.safetensors or model.safetensors.index.json "
+                          "(a Hugging Face model directory with safetensors weights is needed)",
+                          dir);
+    cJSON *j = NULL;
+    rc = sn_json_load(path, &j, err);
+    if (rc)
+        return rc;
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
+    char **names = NULL;
+    size_t n = 0;
+    if (!cJSON_IsObject(map)) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: missing object 'weight_map'", path);
+        goto done;
+    }
+    names = sn_calloc(MAX_SHARDS, sizeof *names);
+    if (!names) {
+        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    for (const cJSON *e = map->child; e; e = e->next) {
+        if (!cJSON_IsString(e) || !e->valuestring[0] || strchr(e->valuestring, '/') ||
+            !strcmp(e->valuestring, "..") || !strcmp(e->valuestring, ".")) {
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: weight_map['%s'] must be a file name in the "
+                            "same directory", path, e->string);
+            goto done;
+        }
+        size_t k = 0;
+        while (k < n && strcmp(names[k], e->valuestring))
+            k++;
+        if (k == n) {
+            if (n == MAX_SHARDS) {
+                rc = sn_err_set(err, SN_E_FORMAT, "%s: more than %d shards", path, MAX_SHARDS);
+                goto done;
+            }
+            names[n++] = e->valuestring; /* borrowed from j */
+        }
+    }
+    if (n == 0) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: empty weight_map", path);
+        goto done;
+    }
+    rc = weights_open_files(w, dir, names, n, err);
+    /* every mapping must point at the shard that really holds the tensor */
+    for (const cJSON *e = map->child; !rc && e; e = e->next) {
+        size_t k = 0;
+        while (k < n && strcmp(names[k], e->valuestring))
+            k++;
+        if (!sn_st_find(w->files[k], e->string))
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: weight_map says '%s' is in %s, but it is not",
+                            path, e->string, e->valuestring);
+    }
+done:
+    sn_free(names);
+    cJSON_Delete(j);
+    return rc;
+}
+
+static const struct sn_st_tensor *weights_find(struct weights *w, const char *name)
+{
+    for (size_t i = 0; i < w->n_files; i++) {
+        const struct sn_st_tensor *t = sn_st_find(w->files[i], name);
+        if (t) {
+            w->used[w->base[i] + (size_t)(t - sn_st_get(w->files[i], 0))] = true;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+static int host_dtype(const struct sn_st_tensor *t, enum sn_dtype *out)
+{
+    switch (t->dtype) {
+    case SN_ST_F32: *out = SN_DTYPE_F32; return 0;
+    case SN_ST_F64: *out = SN_DTYPE_F64; return 0;
+    case SN_ST_BF16: *out = SN_DTYPE_BF16; return 0;
+    case SN_ST_F16: *out = SN_DTYPE_F16; return 0;
+    default: return -1;
+    }
+}
+
+static bool shape_is(const struct sn_st_tensor *t, int ndim, const int64_t *shape)
+{
+    if (t->n_dims != ndim)
+        return false;
+    for (int d = 0; d < ndim; d++)
+        if (t->shape[d] != shape[d])
+            return false;
+    return true;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
+{
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, d ? ", %" PRId64 : "%" PRId64, shape[d]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+}
+
+/* Copies one tensor (checked: float dtype, exact shape) into a new model tensor. */
+int sn_model_load_tensor(const struct sn_st_tensor *t, const char *file, int ndim,
+                         const int64_t *shape, const struct sn_model_params *p,
+                         struct sn_tensor **out, struct sn_err *err)
+{
+    enum sn_dtype hd;
+    if (host_dtype(t, &hd))
+        return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s': dtype %s (expected F32, BF16, F16 "
+                          "or F64)", file, t->name, sn_st_dtype_name(t->dtype));
+    if (!shape_is(t, ndim, shape)) {
+        char want[96], got[96];
+        shape_str(want, sizeof want, ndim, shape);
+        shape_str(got, sizeof got, t->n_dims, t->shape);
+        return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s': shape %s, expected %s from the "
+                          "config", file, t->name, got, want);
+    }
+    return sn_aten_from_host(t->data, hd, shape, ndim, p->dtype, p->device, out, err);
+}
+
+int sn_model_open_hf(const char *dir, const struct sn_model_params *p, struct sn_model **out,
+                     struct sn_err *err)
+{
+    *out = NULL;
+    char path[4096];
+    struct sn_model_config c;
+    int rc = path_join(path, sizeof path, dir, "config.json", err);
+    if (!rc)
+        rc = sn_model_config_load(path, &c, err);
+    if (rc)
+        return rc;
+    struct sn_model *m = NULL;
+    rc = sn_model_alloc(&c, p, &m, err);
+    if (rc)
+        return rc;
+    struct weights w;
+    struct sn_model_slot *s = NULL;
+    size_t n = 0;
+    rc = weights_open(&w, dir, err);
+    if (!rc)
+        rc = sn_model_slots(m, true, &s, &n, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const struct sn_st_tensor *t = weights_find(&w, s[i].name);
+        if (!t && !strncmp(s[i].name, "model.", 6))
+            t = weights_find(&w, s[i].name + 6); /* a bare Qwen2Model checkpoint */
+        if (!t) {
+            if (s[i].kind == SN_SLOT_HEAD)
+                continue; /* a causal-LM checkpoint: no head until an adapter brings one */
+            char want[96];
+            shape_str(want, sizeof want, s[i].ndim, s[i].shape);
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: missing tensor '%s' (expected shape %s)", dir,
+                            s[i].name, want);
+            break;
+        }
+        rc = sn_model_load_tensor(t, dir, s[i].ndim, s[i].shape, p, s[i].dst, err);
+    }
+    /* lm_head: no LM use here, but a wrong shape means the file does not match the config */
+    if (!rc) {
+        const struct sn_st_tensor *t = weights_find(&w, "lm_head.weight");
+        int64_t shp[2] = {c.vocab_size, c.hidden_size};
+        if (t && !shape_is(t, 2, shp))
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: tensor 'lm_head.weight' has the wrong shape "
+                            "(expected [%" PRId64 ", %" PRId64 "])", dir, c.vocab_size,
+                            c.hidden_size);
+    }
+    /* anything else is not a Qwen2 weight we know: refuse rather than silently ignore */
+    for (size_t f = 0; !rc && f < w.n_files; f++) {
+        for (size_t j = 0; j < sn_st_count(w.files[f]); j++) {
+            const char *nm = sn_st_get(w.files[f], j)->name;
+            if (w.used[w.base[f] + j] || strstr(nm, "rotary_emb.inv_freq"))
+                continue;
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: unexpected tensor '%s' (not part of a Qwen2 "
+                            "model with this config)", sn_st_path(w.files[f]), nm);
+            break;
+        }
+    }
+    if (!rc && m->head)
+        rc = sn_aten_set_requires_grad(m->head, true, err);
+    sn_free(s);
+    weights_close(&w);
+    if (rc) {
+        sn_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return SN_OK;
+}
+
+int sn_model_save_hf(const struct sn_model *mc, const char *dir, struct sn_err *err)
+{
+    struct sn_model *m = (struct sn_model *)mc; /* slots hand out tensor addresses; unchanged */
+    const struct sn_model_config *c = &m->cfg;
+    enum sn_st_dtype sdt = SN_ST_F32;
+    enum sn_dtype hdt = SN_DTYPE_F32;
+    if (!strcmp(c->torch_dtype, "bfloat16"))
+        sdt = SN_ST_BF16, hdt = SN_DTYPE_BF16;
+    else if (!strcmp(c->torch_dtype, "float16"))
+        sdt = SN_ST_F16, hdt = SN_DTYPE_F16;
+    int rc = sn_mkdirs(dir, err);
+    if (rc)
+        return rc;
+    char path[4096];
+    cJSON *j = NULL;
+    rc = sn_model_config_to_json(c, &j, err);
+    if (!rc)
+        rc = path_join(path, sizeof path, dir, "config.json", err);
+    if (!rc)
+        rc = sn_json_save(path, j, err);
+    cJSON_Delete(j);
+    if (rc)
+        return rc;
+    struct sn_model_slot *s = NULL;
+    size_t n = 0;
+    struct sn_st_writer *w = NULL;
+    void **bufs = NULL;
+    rc = sn_model_slots(m, m->head != NULL, &s, &n, err);
+    if (!rc)
+        rc = sn_st_writer_create(&w, err);
+    if (!rc) {
+        bufs = sn_calloc(n + 1, sizeof *bufs);
+        if (!bufs)
+            rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", dir);
+    }
+    /* A merged adapter must not leak into the base weights on disk. */
+    bool merged = false;
+    for (int64_t i = 0; i < c->num_hidden_layers; i++)
+        for (int t = 0; t < SN_LORA_TARGET_COUNT; t++)
+            merged |= m->layers[i].lora[t] && m->layers[i].lora[t]->merged;
+    if (!rc && merged)
+        rc = sn_err_set(err, SN_E_ARG, "%s: unmerge the LoRA adapters before saving the base "
+                        "model", dir);
+    for (size_t i = 0; !rc && i < n; i++) {
+        size_t numel = (size_t)sn_tensor_numel(*s[i].dst);
+        bufs[i] = sn_malloc(numel * sn_st_dtype_size(sdt) + 1);
+        if (!bufs[i]) {
+            rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", dir);
+            break;
+        }
+        rc = sn_aten_to_host(*s[i].dst, bufs[i], hdt, numel, err);
+        if (!rc)
+            rc = sn_st_writer_add(w, s[i].name, sdt, s[i].ndim, s[i].shape, bufs[i], err);
+    }
+    if (!rc)
+        rc = sn_st_writer_set_metadata(w, "format", "pt", err);
+    if (!rc)
+        rc = path_join(path, sizeof path, dir, "model.safetensors", err);
+    if (!rc)
+        rc = sn_st_writer_save(w, path, err);
+    for (size_t i = 0; bufs && i < n; i++)
+        sn_free(bufs[i]);
+    sn_free(bufs);
+    sn_free(s);
+    sn_st_writer_free(w);
+    return rc;
+}
