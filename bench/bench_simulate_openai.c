@@ -34,7 +34,6 @@ struct shared {
     int      n_failed; /* atomic */
     uint64_t prompt_tokens;
     pthread_barrier_t go;
-    volatile int done;
     char     first_err[512];
     pthread_mutex_t lock;
 };
@@ -84,14 +83,14 @@ static void *caller(void *arg)
 }
 
 struct sampler {
-    volatile int stop;
+    int  stop; /* atomic */
     long peak_kib;
 };
 
 static void *sample(void *arg)
 {
     struct sampler *s = arg;
-    while (!s->stop) {
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
         long r = rss_kib();
         if (r > s->peak_kib)
             s->peak_kib = r;
@@ -113,7 +112,7 @@ static double run(struct sn_llm_backend *b, int base, int n, int callers, int *n
     usleep(50000); /* callers parked at the barrier */
     *rss_parked = rss_kib();
     smp->peak_kib = *rss_parked;
-    smp->stop = 0;
+    __atomic_store_n(&smp->stop, 0, __ATOMIC_RELEASE);
     pthread_t st;
     pthread_create(&st, NULL, sample, smp);
     double t0 = sn_now();
@@ -121,7 +120,7 @@ static double run(struct sn_llm_backend *b, int base, int n, int callers, int *n
     for (int i = 0; i < callers; i++)
         pthread_join(t[i], NULL);
     double dt = sn_now() - t0;
-    smp->stop = 1;
+    __atomic_store_n(&smp->stop, 1, __ATOMIC_RELEASE);
     pthread_join(st, NULL);
     free(t);
     pthread_barrier_destroy(&s.go);
