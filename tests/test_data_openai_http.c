@@ -303,6 +303,24 @@ static void expect_retry(struct sn_llm_backend *b, const char *directive, int at
     reply_free(&r);
 }
 
+struct slow_arg {
+    struct sn_llm_backend *b;
+    int    rc, attempts;
+    double t_done;
+};
+
+static void *slow_call(void *arg)
+{
+    struct slow_arg *a = arg;
+    struct sn_llm_reply r;
+    struct sn_err err;
+    a->rc = ask(a->b, "slow one [[fake:fail=429;retry_after=1.5]]", -1, &r, &err, NULL);
+    a->t_done = sn_now();
+    a->attempts = r.attempts;
+    reply_free(&r);
+    return NULL;
+}
+
 static void test_retries(void)
 {
     /* backoff 10 ms: any delay of a second or so can only come from the server's header */
@@ -359,6 +377,29 @@ static void test_retries(void)
                       bad[i].dir, bad[i].expect[k], err.msg);
         if (bad[i].attempts == 1)
             CHECK_MSG(dt < 1.0, "%s: non-retryable took %.3f s", bad[i].dir, dt);
+    }
+    close_b(b);
+
+    /* a job waiting out its Retry-After holds no slot: with one slot, a second request
+    ** started during the wait finishes long before the first */
+    b = open_cfg("{\"kind\":\"openai\",\"base_url\":\"http://127.0.0.1:%d/v1\",\"model\":\"m\","
+                 "\"concurrency\":1,\"cache\":false}", srv.port);
+    {
+        struct slow_arg a = { .b = b };
+        pthread_t t;
+        pthread_create(&t, NULL, slow_call, &a);
+        usleep(200000);
+        struct sn_llm_reply r;
+        struct sn_err err;
+        double dt_fast;
+        CHECK(ask(b, "fast one", -1, &r, &err, &dt_fast) == SN_OK);
+        double t_fast_done = sn_now();
+        reply_free(&r);
+        pthread_join(t, NULL);
+        CHECK_MSG(a.rc == SN_OK && a.attempts == 2, "rc %d attempts %d", a.rc, a.attempts);
+        CHECK_MSG(dt_fast < 0.6 && t_fast_done < a.t_done - 0.3,
+                  "fast request took %.3f s, finished %.3f s before the slow one", dt_fast,
+                  a.t_done - t_fast_done);
     }
     close_b(b);
 
