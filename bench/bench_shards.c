@@ -4,7 +4,7 @@
 **
 ** Synthetic tuples shaped like a real build at max_len 1024: three sequences per tuple of
 ** 300..1024 ids (mean ~660), texts of ~1.5 KB each. Reports:
-**   write       tuples/s through sn_shard_writer_add + commit (HDF5, deflate 4, fsync, rename)
+**   write       tuples/s through sn_shard_writer_add + commit (HDF5, deflate 1, fsync, rename)
 **   read seq    tuples/s and tokens/s through sn_shard_iter (batches of 8, prefetch thread),
 **               consumer touching every id
 **   read random tuples/s and tokens/s through sn_shard_reader_get at random indices (shards

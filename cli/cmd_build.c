@@ -62,7 +62,7 @@ static void usage(FILE *f)
 "Recipe keys (section `build`): inputs (path or list), out, tokenizer, max_len, shard_size,\n"
 "max_pairs, seed, validation_fraction (0.05), test_fraction (0.05), split_seed (0),\n"
 "history_sentences (2), history_chars (300), dedup (true), skip_bad (false),\n"
-"deflate_level (4), summary (\"extractive\"; \"llm\" is not wired yet), reference\n"
+"deflate_level (1), summary (\"extractive\"; \"llm\" is not wired yet), reference\n"
 "(\"dataset\": the gold explanation, else a sentence from the gold answer; \"model\" is not\n"
 "wired yet).\n"
 "\n"

@@ -327,7 +327,8 @@ static cJSON *debate_json(const struct sn_traj *t)
         cJSON *row = cJSON_CreateArray();
         for (size_t k = 0; row && k < t->rounds[r].n_msgs; k++) {
             const struct sn_traj_msg *m = &t->rounds[r].msgs[k];
-            cJSON_AddItemToArray(row, m->answer ? cJSON_CreateString(m->answer) : cJSON_CreateNull());
+            cJSON_AddItemToArray(row, m->answer ? cJSON_CreateString(m->answer)
+                                                : cJSON_CreateNull());
         }
         cJSON_AddItemToArray(rs, row);
     }

@@ -248,7 +248,8 @@ static int ds_write(hid_t file, const char *name, hid_t ftype, hid_t mtype, size
     int rc = SN_OK;
     if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, ch) < 0 ||
         H5Pset_obj_track_times(dcpl, 0) < 0 ||
-        (deflate > 0 && (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, (unsigned)deflate) < 0))) {
+        (deflate > 0 &&
+         (H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, (unsigned)deflate) < 0))) {
         rc = h5fail(err, path, name);
         goto done;
     }
@@ -421,7 +422,7 @@ struct sn_shard_writer_params sn_shard_writer_default_params(void)
 {
     struct sn_shard_writer_params p;
     memset(&p, 0, sizeof p);
-    p.deflate_level = 4;
+    p.deflate_level = 1;
     p.chunk_tuples = 1024;
     p.chunk_ids = 65536;
     return p;
@@ -464,7 +465,7 @@ int sn_shard_writer_create(const char *path, const struct sn_shard_writer_params
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
     w->p = *params;
     if (w->p.deflate_level < 0 || w->p.deflate_level > 9)
-        w->p.deflate_level = 4;
+        w->p.deflate_level = 1;
     if (!w->p.chunk_tuples)
         w->p.chunk_tuples = 1024;
     if (!w->p.chunk_ids)
@@ -1277,7 +1278,8 @@ int sn_manifest_load(const char *path, struct sn_manifest **out, struct sn_err *
     if (rc)
         goto done;
     const cJSON *j = m->json, *sch = cJSON_GetObjectItemCaseSensitive(j, "schema");
-    if (!cJSON_IsObject(j) || !cJSON_IsString(sch) || strcmp(sch->valuestring, SN_MANIFEST_SCHEMA)) {
+    if (!cJSON_IsObject(j) || !cJSON_IsString(sch) ||
+        strcmp(sch->valuestring, SN_MANIFEST_SCHEMA) != 0) {
         rc = sn_err_set(err, SN_E_FORMAT, "%s: schema '%s' is not '%s'", file,
                         cJSON_IsString(sch) ? sch->valuestring : "(missing)", SN_MANIFEST_SCHEMA);
         goto done;

@@ -76,7 +76,7 @@ struct sn_shard_info {
 
 struct sn_shard_writer_params {
     struct sn_shard_info info;
-    int    deflate_level;          /* 0..9; default 4 */
+    int    deflate_level;          /* 0..9; default 1 (4: ~7% smaller, ~2x slower) */
     size_t chunk_tuples;           /* chunk length of per-tuple datasets; default 1024 */
     size_t chunk_ids;              /* chunk length of /ids datasets; default 65536 */
 };

@@ -612,7 +612,7 @@ struct sn_build_params sn_build_default_params(void)
     memset(&p, 0, sizeof p);
     p.max_len = 1024;
     p.shard_size = 4096;
-    p.deflate_level = 4;
+    p.deflate_level = 1;
     p.tuples = sn_tuples_default_params();
     return p;
 }

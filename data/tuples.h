@@ -118,7 +118,7 @@ struct sn_build_params {
     const char *tokenizer_path;
     size_t      max_len;           /* default 1024 */
     size_t      shard_size;        /* tuples per shard; default 4096 */
-    int         deflate_level;     /* default 4 */
+    int         deflate_level;     /* default 1 */
     bool        skip_bad;          /* count and skip malformed lines instead of failing */
     struct sn_tuples_params tuples;
     /* Called after every tuple; a non-zero return cancels the build (SN_E_CANCELLED). */

@@ -401,7 +401,8 @@ static void test_set_resume(void)
     char **paths;
     size_t np;
     CHECK(sn_manifest_paths(m, SN_SPLIT_VALIDATION, &paths, &np, &err) == SN_OK);
-    CHECK(np == 3 && strstr(paths[0], "validation-00000.h5") && strstr(paths[2], "validation-00002.h5"));
+    CHECK(np == 3 && strstr(paths[0], "validation-00000.h5") &&
+          strstr(paths[2], "validation-00002.h5"));
     sn_paths_free(paths, np);
     sn_manifest_free(m);
 

@@ -186,7 +186,8 @@ int sn_template_encode(const struct sn_tokenizer *tok, const struct sn_prompt *p
     size_t rlen = strlen(resp), n_resp = 0;
     int rc = SN_OK;
     out->n = 0;
-    if (sn_tokenizer_token_id(tok, "<|im_start|>") < 0 || sn_tokenizer_token_id(tok, "<|im_end|>") < 0)
+    if (sn_tokenizer_token_id(tok, "<|im_start|>") < 0 ||
+        sn_tokenizer_token_id(tok, "<|im_end|>") < 0)
         return sn_err_set(err, SN_E_ARG, "template %s: the tokenizer has no <|im_start|> / "
                           "<|im_end|> tokens (ChatML)", SN_TEMPLATE_ID);
     /* Fast path: everything fits. */
