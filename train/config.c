@@ -1,6 +1,6 @@
 /* train/config.c: Qwen2 config.json parsing, validation and writing (train/train.h;
 ** field meanings: transformers Qwen2Config, docs/parts/model.md#model-directory). */
-#include "train/train.h"
+#include "train/train_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -229,4 +229,54 @@ int sn_model_config_to_json(const struct sn_model_config *c, cJSON **out, struct
     }
     *out = j;
     return SN_OK;
+}
+
+/* Appends v in the layout Python's json.dumps(indent=2) produces, which is what HF and PEFT
+** write (and what users diff against). Scalars use cJSON's own rendering. */
+static int json_pretty(struct sn_buf *b, const cJSON *v, int depth, struct sn_err *err)
+{
+    int rc = SN_OK;
+    if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+        bool obj = cJSON_IsObject(v);
+        if (!v->child)
+            return sn_buf_puts(b, obj ? "{}" : "[]", err);
+        rc = sn_buf_puts(b, obj ? "{\n" : "[\n", err);
+        for (const cJSON *c = v->child; !rc && c; c = c->next) {
+            for (int i = 0; !rc && i < 2 * (depth + 1); i++)
+                rc = sn_buf_puts(b, " ", err);
+            if (!rc && obj) {
+                cJSON *key = cJSON_CreateString(c->string);
+                char *ks = key ? cJSON_PrintUnformatted(key) : NULL;
+                rc = ks ? sn_buf_printf(b, err, "%s: ", ks)
+                        : sn_err_set(err, SN_E_NOMEM, "JSON: out of memory");
+                cJSON_free(ks);
+                cJSON_Delete(key);
+            }
+            if (!rc)
+                rc = json_pretty(b, c, depth + 1, err);
+            if (!rc)
+                rc = sn_buf_puts(b, c->next ? ",\n" : "\n", err);
+        }
+        for (int i = 0; !rc && i < 2 * depth; i++)
+            rc = sn_buf_puts(b, " ", err);
+        return rc ? rc : sn_buf_puts(b, obj ? "}" : "]", err);
+    }
+    char *s = cJSON_PrintUnformatted(v);
+    if (!s)
+        return sn_err_set(err, SN_E_NOMEM, "JSON: out of memory");
+    rc = sn_buf_puts(b, s, err);
+    cJSON_free(s);
+    return rc;
+}
+
+int sn_train_json_save(const char *path, const cJSON *json, struct sn_err *err)
+{
+    struct sn_buf b = {0};
+    int rc = json_pretty(&b, json, 0, err);
+    if (!rc)
+        rc = sn_buf_puts(&b, "\n", err);
+    if (!rc)
+        rc = sn_atomic_write(path, b.data, b.len, err);
+    sn_buf_free(&b);
+    return rc;
 }
