@@ -5,7 +5,8 @@
 #      (target >= 0.9) and memory per in-flight request;
 #   2. `sentinel simulate` with an openai endpoint (synthetic questions, 5 agents, 3 rounds,
 #      cache off): debates/s and requests/s through the whole debate engine.
-# Environment: N (requests, default 1280), CONC (64), LATENCY_MS (100), DEBATES (256),
+# Environment: N (requests, default 1280), CONC (64), LATENCY_MS (100), DEBATES (640; the
+# wall time includes process start-up, ~1-2 s with libtorch linked in),
 # THREADS (simulate worker threads, default 2 * CONC: a thread that is between two requests of
 # its debate does not hold a slot, so more threads than slots keep every slot busy).
 set -euo pipefail
@@ -14,7 +15,7 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-1280}
 CONC=${CONC:-64}
 LATENCY_MS=${LATENCY_MS:-100}
-DEBATES=${DEBATES:-256}
+DEBATES=${DEBATES:-640}
 THREADS=${THREADS:-$((2 * CONC))}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/sn-bench-openai.XXXXXX")
 export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
