@@ -100,8 +100,11 @@ int sn_tuples_task(const struct sn_traj *t, struct sn_buf *out, struct sn_err *e
 
 /* ---- extractive history ------------------------------------------------------------------ */
 
+/* "FINAL ANSWER: X", also in markdown dress ("**Final Answer: X**", "### Final answer"). */
 static bool starts_final_answer(const char *s)
 {
+    while (*s == '*' || *s == '#' || *s == '>' || *s == '_' || *s == ' ')
+        s++;
     return strncasecmp(s, "final answer", 12) == 0;
 }
 

@@ -31,7 +31,7 @@ static const char *T1 =
     "\"rounds\":[["
     MSG(0, "The Nile flows through Cairo. It is the longest river.\\nFINAL ANSWER: A", "A") ","
     MSG(1, "Cairo is on the Nile! Definitely.\\nFINAL ANSWER: A", "A") ","
-    MSG(2, "Hmm. I am unsure.\\nFINAL ANSWER: C", "C") ","
+    MSG(2, "Hmm. I am unsure.\\n**Final Answer: C**", "C") ","
     MSG(3, "Experts agree it is the Danube. Trust me.\\nFINAL ANSWER: B", "B") "],["
     MSG(0, "Still the Nile.\\nFINAL ANSWER: A", "A") ","
     MSG(1, "The Danube argument convinced me.\\nFINAL ANSWER: B", "B") ","
@@ -127,7 +127,7 @@ static int run(const struct sn_tuples_params *p, struct sink *s, uint64_t counts
 
 #define A0 "The Nile flows through Cairo. It is the longest river.\nFINAL ANSWER: A"
 #define A1 "Cairo is on the Nile! Definitely.\nFINAL ANSWER: A"
-#define A2 "Hmm. I am unsure.\nFINAL ANSWER: C"
+#define A2 "Hmm. I am unsure.\n**Final Answer: C**"
 #define A3 "Experts agree it is the Danube. Trust me.\nFINAL ANSWER: B"
 #define B0 "Still the Nile.\nFINAL ANSWER: A"
 #define B1 "The Danube argument convinced me.\nFINAL ANSWER: B"
@@ -222,7 +222,12 @@ static void test_history_params(void)
                     "Round 1, agent 1 (answer A): Cairo is on the Nile!\n"
                     "Round 1, agent 2 (answer C): Hmm.\n"
                     "Round 1, agent 3 (answer B): Experts agree it is the Danube.");
+    /* more sentences than there are: the answer line (plain or in markdown) is not reasoning */
     p.history_sentences = 5;
+    CHECK(run(&p, &s, c) == SN_OK);
+    CHECK(s.n > 4 && strstr(s.v[4].context, "(answer C): Hmm. I am unsure.\nRound 1, agent 3 "
+                                            "(answer B): Experts agree it is the Danube. Trust "
+                                            "me.") != NULL);
     p.history_chars = 12; /* "The Nile flo" then the cut mark */
     CHECK(run(&p, &s, c) == SN_OK);
     CHECK(s.n > 4 && strstr(s.v[4].context, "(answer A): The Nile flo...\n") != NULL);
