@@ -456,6 +456,68 @@ static void test_alloc_failures(void)
     CHECK(ok_at > 1);
 }
 
+/* The ASCII fast path for the exact Qwen2 pattern against PCRE2: the same pattern wrapped in
+** (?:...) (which turns the fast path off) must give the same ids on random strings over an
+** alphabet of the classes that matter (letters, digits, apostrophes, spaces, CR/LF, other
+** ASCII, controls, non-ASCII letters and spaces). */
+static void test_fast_path(void)
+{
+    char p[1100], p2[1100];
+    struct sn_err err = {0};
+    struct sn_tokenizer *fast = NULL, *slow = NULL;
+    path_in(p, sizeof p, "demo.json");
+    path_in(p2, sizeof p2, "demo-slow.json");
+    char *text = NULL;
+    size_t len = 0;
+    CHECK(sn_file_read(p, 0, &text, &len, &err) == SN_OK);
+    char *at = text ? strstr(text, "\"Regex\":") : NULL;
+    CHECK(at != NULL);
+    if (!at)
+        return;
+    at = strchr(at + 8, '"');
+    struct sn_buf b = {0};
+    sn_buf_append(&b, text, (size_t)(at - text) + 1, NULL);
+    sn_buf_puts(&b, "(?:", NULL);
+    char *end = strstr(at + 1, "\"\n"); /* the pattern is the last key of its object */
+    CHECK(end != NULL);
+    if (!end)
+        return;
+    sn_buf_append(&b, at + 1, (size_t)(end - at - 1), NULL);
+    sn_buf_puts(&b, ")", NULL);
+    sn_buf_puts(&b, end, NULL);
+    write_file(p2, b.data);
+    CHECK_MSG(sn_tokenizer_open(p, &fast, &err) == SN_OK, "%s", err.msg);
+    CHECK_MSG(sn_tokenizer_open(p2, &slow, &err) == SN_OK, "%s", err.msg);
+    static const char *alpha[] = {"a", "Z", "q", "s", "t", "re", "LL", "ve", "7", "0", "'", "'",
+                                  " ", " ", "  ", "\t", "\n", "\r", "\v", "\f", ".", "!", "(",
+                                  "\x01", "\x1c", "\x7f", "\xC3\xA9", "\xC2\xA0", "\xC5\xBF",
+                                  "\xE3\x80\x80", "\xE2\x82\xAC", "<|im_end|>"};
+    struct sn_rng rng;
+    sn_rng_seed(&rng, 99);
+    int bad = 0;
+    for (int i = 0; i < 3000 && fast && slow; i++) {
+        struct sn_buf t = {0};
+        struct sn_ids a = {0}, c = {0};
+        int k = 1 + (int)sn_rng_below(&rng, 24);
+        for (int j = 0; j < k; j++)
+            sn_buf_puts(&t, alpha[sn_rng_below(&rng, sizeof alpha / sizeof alpha[0])], NULL);
+        CHECK(sn_tokenizer_encode(fast, t.data, t.len, &a, &err) == SN_OK);
+        CHECK(sn_tokenizer_encode(slow, t.data, t.len, &c, &err) == SN_OK);
+        if (a.n != c.n || memcmp(a.v, c.v, a.n * sizeof *a.v)) {
+            if (bad++ < 5)
+                fprintf(stderr, "fast path differs on %zu bytes: %s\n", t.len, t.data);
+        }
+        sn_buf_free(&t);
+        sn_ids_free(&a);
+        sn_ids_free(&c);
+    }
+    CHECK_MSG(bad == 0, "%d strings differ", bad);
+    sn_buf_free(&b);
+    sn_free(text);
+    sn_tokenizer_free(fast);
+    sn_tokenizer_free(slow);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", sn_test_dir("tokenizer_basic"));
@@ -464,6 +526,7 @@ int main(void)
     test_invalid_utf8();
     test_errors();
     test_threads();
+    test_fast_path();
     test_alloc_failures();
     return sn_test_done();
 }

@@ -105,6 +105,7 @@ struct sn_tokenizer {
     uint8_t   only_first;       /* the first byte when n_first == 1 */
     bool      nfc;
     bool      ignore_merges;
+    bool      qwen2_ascii;      /* the pattern is exactly Qwen2's: ASCII fast path (below) */
     pcre2_code *re;             /* NULL = no split (the whole segment is one pre-token) */
     bool      jit;
     bool      key_ok;
@@ -639,6 +640,9 @@ static int bpe_word(const struct sn_tokenizer *tok, struct tstate *st, const uin
         }
     }
     bool large = n > SMALL_WORD;
+    if (n > UINT32_MAX / 4) /* heap positions are 32-bit */
+        return sn_err_set(err, SN_E_NOMEM, "tokenizer: a single pre-token of %zu bytes is too "
+                          "long", n);
     if ((rc = tstate_reserve(st, n, large, err)))
         return rc;
     for (size_t i = 0; i < n; i++)
@@ -702,6 +706,80 @@ static int piece_add(const struct sn_tokenizer *tok, struct tstate *st, const ui
     return p->n == PIECE_BATCH ? pieces_flush(tok, st, s, p, out, err) : SN_OK;
 }
 
+/* ASCII fast path of the Qwen2 split pattern (SN_QWEN2_SPLIT_REGEX), alternatives in order:
+**   1 (?i:'s|'t|'re|'ve|'m|'ll|'d)     2 [^\r\n\p{L}\p{N}]?\p{L}+     3 \p{N}
+**   4  ?[^\s\p{L}\p{N}]+[\r\n]*     5 \s*[\r\n]+     6 \s+(?!\S)     7 \s+
+** Returns the end of the match that PCRE2 would find at pos (the pattern matches at every
+** position), or 0 when the answer depends on a byte outside the plain ASCII classes below
+** (non-ASCII, or a control character other than \t\n\v\f\r): then PCRE2 decides.
+** test_tokenizer_basic checks it against PCRE2 on random strings. */
+enum { AC_UNK, AC_LETTER, AC_DIGIT, AC_OTHER, AC_SPACE, AC_NL };
+
+static inline int ascii_class(uint8_t c)
+{
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
+        return AC_LETTER;
+    if (c >= '0' && c <= '9')
+        return AC_DIGIT;
+    if (c == '\r' || c == '\n')
+        return AC_NL;
+    if (c == ' ' || c == '\t' || c == '\v' || c == '\f')
+        return AC_SPACE;
+    if (c > 0x20 && c < 0x7F)
+        return AC_OTHER;
+    return AC_UNK;
+}
+
+static size_t qwen2_ascii_match(const uint8_t *s, size_t n, size_t pos)
+{
+    int c0 = ascii_class(s[pos]), c1 = pos + 1 < n ? ascii_class(s[pos + 1]) : -1;
+    size_t e;
+    if (c0 == AC_UNK || c1 == AC_UNK)
+        return 0;
+    if (s[pos] == '\'' && c1 == AC_LETTER) {                          /* 1 */
+        uint8_t a = s[pos + 1] | 0x20, b = pos + 2 < n ? s[pos + 2] | 0x20 : 0;
+        if (a == 's' || a == 't' || a == 'm' || a == 'd')
+            return pos + 2;
+        if (((a == 'r' || a == 'v') && b == 'e') || (a == 'l' && b == 'l'))
+            return pos + 3;
+    }
+    if (c0 == AC_LETTER || ((c0 == AC_OTHER || c0 == AC_SPACE) && c1 == AC_LETTER)) { /* 2 */
+        e = c0 == AC_LETTER ? pos + 1 : pos + 2;
+        while (e < n && ascii_class(s[e]) == AC_LETTER)
+            e++;
+        return e < n && s[e] >= 0x80 ? 0 : e;  /* a non-ASCII letter may go on */
+    }
+    if (c0 == AC_DIGIT)                                                   /* 3 */
+        return pos + 1;
+    e = pos;
+    if (s[pos] == ' ' && c1 == AC_OTHER)                                  /* 4 */
+        e++;
+    if (ascii_class(s[e]) == AC_OTHER) {
+        while (e < n && ascii_class(s[e]) == AC_OTHER)
+            e++;
+        if (e < n && ascii_class(s[e]) == AC_UNK)
+            return 0;
+        while (e < n && (s[e] == '\r' || s[e] == '\n'))
+            e++;
+        return e;
+    }
+    size_t last_nl = SIZE_MAX;                                            /* 5, 6, 7 */
+    for (e = pos; e < n; e++) {
+        int c = ascii_class(s[e]);
+        if (c == AC_NL)
+            last_nl = e;
+        else if (c != AC_SPACE)
+            break;
+    }
+    if (e < n && ascii_class(s[e]) == AC_UNK)
+        return 0;                            /* may be more white space (U+00A0, ...) */
+    if (last_nl != SIZE_MAX)
+        return last_nl + 1;
+    if (e == n || e - pos == 1)
+        return e;
+    return e - 1;
+}
+
 /* Pre-tokenizes a normalized segment and BPE-encodes each piece. */
 static int encode_normalized(const struct sn_tokenizer *tok, struct tstate *st, const uint8_t *s,
                              size_t n, struct sn_ids *out, struct sn_err *err)
@@ -715,6 +793,15 @@ static int encode_normalized(const struct sn_tokenizer *tok, struct tstate *st, 
     size_t done = 0, search = 0;
     int rc;
     while (search < n) {
+        if (tok->qwen2_ascii && search == done) {
+            size_t b = qwen2_ascii_match(s, n, search);
+            if (b) {
+                if ((rc = piece_add(tok, st, s, &p, search, b - search, out, err)))
+                    return rc;
+                done = search = b;
+                continue;
+            }
+        }
         int m = tok->jit ? pcre2_jit_match(tok->re, s, n, search, 0, st->md, st->mctx)
                          : pcre2_match(tok->re, s, n, search, PCRE2_NO_UTF_CHECK, st->md, NULL);
         if (m == PCRE2_ERROR_NOMATCH)
@@ -928,8 +1015,8 @@ static long bytelevel_decode(const char *s, uint8_t *dst, uint32_t *bad)
 static int get_id(const cJSON *v, const char *path, const char *what, int32_t *out,
                   struct sn_err *err)
 {
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
-        v->valuedouble < 0 || v->valuedouble >= MAX_IDS)
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble < MAX_IDS) ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
         return sn_err_set(err, SN_E_FORMAT, "%s: %s: id must be an integer in [0, %d)", path,
                           what, MAX_IDS);
     *out = (int32_t)v->valuedouble;
@@ -1348,6 +1435,7 @@ int sn_tokenizer_open(const char *path, struct sn_tokenizer **out, struct sn_err
     }
     if (pattern && (rc = compile_regex(tok, pattern, path, err)))
         goto fail;
+    tok->qwen2_ascii = pattern && !strcmp(pattern, SN_QWEN2_SPLIT_REGEX);
     cJSON_Delete(root);
     root = NULL;
     if (pthread_mutex_init(&tok->mu, NULL) == 0) {
