@@ -188,6 +188,12 @@ static void check_shards(const char *out, size_t max_len, int64_t want_total)
     sn_manifest_free(m);
 }
 
+static int stop_at_120(void *user, const struct sn_build_progress *pr)
+{
+    (void)user;
+    return pr->tuples >= 120;
+}
+
 static int run_cli(const char *env, const char *out, const char *extra)
 {
     int st = sn_test_sh("%s '%s' build --recipe '%s' -i '%s' -o '%s' --tokenizer '%s' "
@@ -243,6 +249,21 @@ int main(void)
     /* again: nothing to do */
     CHECK(sn_tuples_build(&p, &rep, &err) == SN_OK);
     CHECK(rep.was_complete && rep.counts[SN_TC_TUPLES] == (uint64_t)total);
+
+    /* cancelled from the progress callback (what Ctrl-C does), then resumed: same bytes */
+    char cancelled[1200];
+    snprintf(cancelled, sizeof cancelled, "%s/cancelled", dir);
+    p.out_dir = cancelled;
+    p.progress = stop_at_120;
+    err = (struct sn_err){0};
+    CHECK(sn_tuples_build(&p, &rep, &err) == SN_E_CANCELLED);
+    CHECK(sn_test_sh("grep -q '\"complete\":[[:space:]]*false' '%s/manifest.json'", cancelled)
+          == 0);
+    CHECK(sn_test_sh("ls '%s' | grep -q tmp", cancelled) != 0);
+    p.progress = NULL;
+    CHECK(sn_tuples_build(&p, &rep, &err) == SN_OK && rep.resumed);
+    CHECK(sn_test_sh("diff -r '%s' '%s'", out, cancelled) == 0);
+    p.out_dir = out;
 
     /* CLI, uninterrupted, and gzip input gives the same shards as plain */
     char full[1200], killed[1200], gz[1300];
