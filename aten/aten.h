@@ -81,9 +81,10 @@ int  sn_aten_get_num_threads(void);
 /* Seeds libtorch's own default generators (CPU and CUDA). Our ops that draw random numbers
 ** take an explicit struct sn_aten_gen instead; this only matters for code that does not. */
 void sn_aten_manual_seed(uint64_t seed);
-/* Which BLAS library this process has mapped (from /proc/self/maps): the path of the first
-** mapping whose file name contains "openblas", "libblas", "mkl" or "blis", written into buf
-** (NUL-terminated; "" and returns false if none or not Linux). Benchmarks print this. */
+/* Which BLAS library libtorch uses in this process (from /proc/self/maps): the path of a mapped
+** file named like libblas (preferred: what Debian's libtorch links), then MKL, then OpenBLAS or
+** BLIS, written into buf (NUL-terminated; "" and false if none or not Linux). Benchmarks print
+** it so ratios are never taken across two BLAS builds. */
 bool sn_aten_blas_library(char *buf, size_t n);
 
 /* ---- generators --------------------------------------------------------------------------- */

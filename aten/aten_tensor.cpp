@@ -251,6 +251,9 @@ extern "C" void sn_aten_manual_seed(uint64_t seed)
     }
 }
 
+// libtorch links libblas.so.3 (whatever the system's alternative points at) or MKL; a process
+// may map OpenBLAS a second time for its own cblas calls. So the name libtorch actually uses
+// wins: libblas first, then MKL, then OpenBLAS/BLIS by their own names.
 extern "C" bool sn_aten_blas_library(char *buf, size_t n)
 {
     if (!buf || n == 0)
@@ -259,26 +262,27 @@ extern "C" bool sn_aten_blas_library(char *buf, size_t n)
     FILE *f = fopen("/proc/self/maps", "r");
     if (!f)
         return false;
+    static const char *const keys[] = {"libblas", "mkl_rt", "libmkl", "openblas", "blis"};
+    const int n_keys = (int)(sizeof keys / sizeof keys[0]);
+    int best = n_keys;
     char line[4096];
-    bool found = false;
-    static const char *const keys[] = {"openblas", "libblas", "mkl_rt", "libmkl", "blis"};
-    while (!found && fgets(line, sizeof line, f)) {
+    while (fgets(line, sizeof line, f)) {
         char *path = strchr(line, '/');
         if (!path)
             continue;
         path[strcspn(path, "\n")] = '\0';
         const char *base = strrchr(path, '/');
         base = base ? base + 1 : path;
-        for (const char *k : keys) {
-            if (strstr(base, k)) {
+        for (int k = 0; k < best; k++) {
+            if (strstr(base, keys[k])) {
                 snprintf(buf, n, "%s", path);
-                found = true;
+                best = k;
                 break;
             }
         }
     }
     fclose(f);
-    return found;
+    return best < n_keys;
 }
 
 // ---- generators --------------------------------------------------------------------------
