@@ -206,15 +206,25 @@ extern "C" const char *sn_aten_dist_backend(const struct sn_dist *d)
     return d ? d->backend.c_str() : "none";
 }
 
-static c10d::ProcessGroup *group(struct sn_dist *d)
+// Calls f(pg) with the live process group, or returns false for a world of one. A generic
+// lambda, because in libtorch 2.x ProcessGroupGloo/NCCL derive from c10d::Backend rather than
+// c10d::ProcessGroup; both spell allreduce/broadcast/barrier the same way.
+template <class F>
+static bool with_group(struct sn_dist *d, F &&f)
 {
     if (!d)
         throw ArgError("dist handle is NULL");
 #ifdef USE_C10D_NCCL
-    if (d->nccl)
-        return d->nccl.get();
+    if (d->nccl) {
+        f(d->nccl.get());
+        return true;
+    }
 #endif
-    return d->gloo.get(); // NULL for a world of one
+    if (d->gloo) {
+        f(d->gloo.get());
+        return true;
+    }
+    return false;
 }
 
 static c10d::ReduceOp reduce_op(enum sn_reduce op)
@@ -231,21 +241,22 @@ static c10d::ReduceOp reduce_op(enum sn_reduce op)
 // All-reduces one contiguous tensor in place.
 static void reduce_one(struct sn_dist *d, at::Tensor &t, enum sn_reduce op)
 {
-    c10d::ProcessGroup *pg = group(d);
+    if (!d)
+        throw ArgError("dist handle is NULL");
     c10d::ReduceOp rop = reduce_op(op);
     if (op == SN_REDUCE_AVG && !at::isFloatingType(t.scalar_type()))
         throw ArgError("AVG needs a floating-point tensor");
-    if (!pg)
-        return;
     if (!t.is_contiguous())
         throw ArgError("tensor must be contiguous");
     at::NoGradGuard ng;
-    std::vector<at::Tensor> v{t};
-    c10d::AllreduceOptions o;
-    o.reduceOp = rop;
-    o.timeout = d->timeout;
-    pg->allreduce(v, o)->wait();
-    if (op == SN_REDUCE_AVG)
+    bool ran = with_group(d, [&](auto *pg) {
+        std::vector<at::Tensor> v{t};
+        c10d::AllreduceOptions o;
+        o.reduceOp = rop;
+        o.timeout = d->timeout;
+        pg->allreduce(v, o)->wait();
+    });
+    if (ran && op == SN_REDUCE_AVG)
         t.div_((double)d->world);
 }
 
@@ -269,7 +280,8 @@ extern "C" int sn_aten_dist_all_reduce_many(struct sn_dist *d, struct sn_tensor 
         bool same = true;
         for (const at::Tensor &x : v)
             same = same && x.scalar_type() == v[0].scalar_type() && x.device() == v[0].device();
-        if (!group(d) || !same) { // a world of one, or mixed dtypes: one call each
+        bool live = with_group(d, [](auto *) {});
+        if (!live || !same) { // a world of one, or mixed dtypes: one call each
             for (at::Tensor &x : v) {
                 at::Tensor c = x.is_contiguous() ? x : x.contiguous();
                 reduce_one(d, c, op);
@@ -300,31 +312,31 @@ extern "C" int sn_aten_dist_broadcast(struct sn_dist *d, struct sn_tensor *t, in
 {
     return guard("dist_broadcast", err, [&] {
         at::Tensor &x = ten_mut(t);
-        c10d::ProcessGroup *pg = group(d);
+        if (!d)
+            throw ArgError("dist handle is NULL");
         if (root < 0 || root >= d->world)
             throw ArgError("root " + std::to_string(root) + " not in [0, " +
                            std::to_string(d->world) + ")");
-        if (!pg)
-            return;
         if (!x.is_contiguous())
             throw ArgError("tensor must be contiguous");
         at::NoGradGuard ng;
-        std::vector<at::Tensor> v{x};
-        c10d::BroadcastOptions o;
-        o.rootRank = root;
-        o.timeout = d->timeout;
-        pg->broadcast(v, o)->wait();
+        with_group(d, [&](auto *pg) {
+            std::vector<at::Tensor> v{x};
+            c10d::BroadcastOptions o;
+            o.rootRank = root;
+            o.timeout = d->timeout;
+            pg->broadcast(v, o)->wait();
+        });
     });
 }
 
 extern "C" int sn_aten_dist_barrier(struct sn_dist *d, struct sn_err *err)
 {
     return guard("dist_barrier", err, [&] {
-        c10d::ProcessGroup *pg = group(d);
-        if (!pg)
-            return;
-        c10d::BarrierOptions o;
-        o.timeout = d->timeout;
-        pg->barrier(o)->wait();
+        with_group(d, [&](auto *pg) {
+            c10d::BarrierOptions o;
+            o.timeout = d->timeout;
+            pg->barrier(o)->wait();
+        });
     });
 }
