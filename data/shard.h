@@ -18,7 +18,8 @@
 ** Ownership: writers copy what they are given. Reader views are borrowed and valid until the
 ** reader is closed; batches from an iterator are valid until the next sn_shard_iter_next or
 ** close. One reader or iterator, one thread at a time (an iterator runs its own prefetch
-** thread internally). Nothing here prints. */
+** thread internally; calling HDF5 elsewhere while it runs needs a thread-safe libhdf5, which
+** Debian's is). Nothing here prints. */
 #ifndef SN_DATA_SHARD_H
 #define SN_DATA_SHARD_H
 #include "common/common.h"
