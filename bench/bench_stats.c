@@ -69,7 +69,8 @@ static int generate(const char *dir, uint64_t n, int n_files, size_t text_len, u
             int gold = (int)sn_rng_below(&rng, 4), target = (gold + 1) % 4;
             size_t k = 0, cap = 64 * 1024 + 40 * text_len;
 #define W(...) k += (size_t)snprintf(line + k, cap - k, __VA_ARGS__)
-            W("{\"schema\":\"sentinel.trajectory/1\",\"id\":\"bench-%llu\",\"experiment\":\"bench\","
+            W("{\"schema\":\"sentinel.trajectory/1\",\"id\":\"bench-%llu\","
+              "\"experiment\":\"bench\","
               "\"scenario\":\"collaboration\",\"dataset\":\"synthetic\",\"item_id\":\"q-%llu\","
               "\"subject\":null,\"task\":\"mc\",\"question\":\"Which option is right?\","
               "\"options\":[\"one\",\"two\",\"three\",\"four\"],\"gold\":\"%c\","
@@ -91,9 +92,12 @@ static int generate(const char *dir, uint64_t n, int n_files, size_t text_len, u
             W("],\"attack\":{\"name\":\"collaboration\",\"rhetoric\":\"logos\"},"
               "\"defense\":{\"name\":\"none\"},\"rounds\":[");
             int ans[5];
-            for (int a = 0; a < 5; a++)
-                ans[a] = a >= 3 ? target : (sn_rng_uniform(&rng) < 0.7 ? gold
-                                                                         : (int)sn_rng_below(&rng, 4));
+            for (int a = 0; a < 5; a++) {
+                if (a >= 3)
+                    ans[a] = target;
+                else
+                    ans[a] = sn_rng_uniform(&rng) < 0.7 ? gold : (int)sn_rng_below(&rng, 4);
+            }
             for (int r = 0; r < 5; r++) {
                 W("%s[", r ? "," : "");
                 for (int a = 0; a < 5; a++) {

@@ -15,11 +15,14 @@ static cJSON *valid(void)
         "{\"schema\":\"sentinel.trajectory/1\",\"id\":\"d1\",\"experiment\":\"e\","
         "\"scenario\":\"aitm\",\"dataset\":\"synthetic\",\"item_id\":\"q1\",\"subject\":null,"
         "\"task\":\"mc\",\"question\":\"Which?\",\"options\":[\"x\",\"y\",\"z\"],\"gold\":\"A\","
-        "\"gold_explanation\":\"because\",\"adversarial_target\":\"B\",\"strategy\":\"simultaneous\","
+        "\"gold_explanation\":\"because\",\"adversarial_target\":\"B\","
+        "\"strategy\":\"simultaneous\","
         "\"topology\":{\"name\":\"complete\",\"n_agents\":3,\"edges\":[[0,1],[1,0],[0,2]]},"
-        "\"agents\":[{\"id\":0,\"role\":\"honest\",\"model\":\"sim\",\"backend\":\"sim\",\"persona\":null},"
+        "\"agents\":[{\"id\":0,\"role\":\"honest\",\"model\":\"sim\",\"backend\":\"sim\","
+        "\"persona\":null},"
         "{\"id\":1,\"role\":\"honest\",\"model\":\"m1\",\"backend\":\"sim\",\"persona\":null},"
-        "{\"id\":2,\"role\":\"interceptor\",\"model\":\"sim\",\"backend\":\"sim\",\"persona\":\"logos\","
+        "{\"id\":2,\"role\":\"interceptor\",\"model\":\"sim\",\"backend\":\"sim\","
+        "\"persona\":\"logos\","
         "\"position\":\"random\",\"intercepts\":[[0,1]]}],"
         "\"attack\":{\"name\":\"aitm\"},\"defense\":{\"name\":\"none\"},"
         "\"rounds\":[[{\"agent\":0,\"text\":\"t00\",\"answer\":\"A\",\"parsed\":true,"
@@ -114,7 +117,10 @@ static void test_valid_fields(void)
 }
 
 /* spoilers: each modifies the valid tree; expect a substring of the error */
-static void sp_schema(cJSON *j) { cJSON_ReplaceItemInObject(j, "schema", cJSON_CreateString("sentinel.trajectory/2")); }
+static void sp_schema(cJSON *j)
+{
+    cJSON_ReplaceItemInObject(j, "schema", cJSON_CreateString("sentinel.trajectory/2"));
+}
 static void sp_no_gold(cJSON *j) { cJSON_DeleteItemFromObject(j, "gold"); }
 static void sp_answer_num(cJSON *j)
 {
@@ -147,7 +153,8 @@ static void sp_final(cJSON *j)
 }
 static void sp_topo_n(cJSON *j)
 {
-    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "topology"), "n_agents", cJSON_CreateNumber(4));
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "topology"), "n_agents",
+                              cJSON_CreateNumber(4));
 }
 static void sp_edge(cJSON *j)
 {
@@ -161,7 +168,10 @@ static void sp_delivery(cJSON *j)
     cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "deliveries"), 0);
     cJSON_DeleteItemFromObject(d, "text");
 }
-static void sp_replicate(cJSON *j) { cJSON_ReplaceItemInObject(j, "replicate", cJSON_CreateNumber(1.5)); }
+static void sp_replicate(cJSON *j)
+{
+    cJSON_ReplaceItemInObject(j, "replicate", cJSON_CreateNumber(1.5));
+}
 static void sp_agent_order(cJSON *j)
 {
     cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "agents"), 0);
@@ -183,8 +193,10 @@ static const struct {
 } spoilers[] = {
     {"schema", sp_schema, "unknown schema 'sentinel.trajectory/2'"},
     {"no gold", sp_no_gold, "missing field 'gold'"},
-    {"answer number", sp_answer_num, "field 'rounds[1][0].answer': expected string or null, got number"},
-    {"parsed mismatch", sp_parsed_mismatch, "field 'rounds[0][1].parsed': true but 'answer' is null"},
+    {"answer number", sp_answer_num,
+     "field 'rounds[1][0].answer': expected string or null, got number"},
+    {"parsed mismatch", sp_parsed_mismatch,
+     "field 'rounds[0][1].parsed': true but 'answer' is null"},
     {"role", sp_role, "field 'agents[1].role': unknown role 'villain'"},
     {"agent range", sp_agent_range, "field 'rounds[0][2].agent': agent id out of range"},
     {"agent twice", sp_twice, "field 'rounds[1][1].agent': agent speaks twice"},

@@ -117,9 +117,11 @@ int main(void)
     **   item Z: baseline only (no adversary to be effective) -> dropped. */
     static const char *const xa[] = {"AAA"}, *const ya[] = {"AAB"}, *const bb[] = {"AA"};
     struct fx eff[] = {
-        {.id = "x-adv", .item = "X", .roles = "HHA", .gold = "A", .target = "B", .grid = xa, .T = 1},
+        {.id = "x-adv", .item = "X", .roles = "HHA", .gold = "A", .target = "B", .grid = xa,
+         .T = 1},
         {.id = "x-base", .item = "X", .roles = "HH", .gold = "A", .grid = bb, .T = 1},
-        {.id = "y-adv", .item = "Y", .roles = "HHA", .gold = "A", .target = "B", .grid = ya, .T = 1},
+        {.id = "y-adv", .item = "Y", .roles = "HHA", .gold = "A", .target = "B", .grid = ya,
+         .T = 1},
         {.id = "y-base", .item = "Y", .roles = "HH", .gold = "A", .grid = bb, .T = 1},
         {.id = "z-base", .item = "Z", .roles = "HH", .gold = "A", .grid = bb, .T = 1},
     };
