@@ -609,6 +609,62 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
 
 /* ---- sentinel build ---------------------------------------------------------------------- */
 
+/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */
+static bool utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned c = *p;
+        size_t n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2
+                 : (c & 0xF8) == 0xF0 ? 3 : 9;
+        if (n == 9)
+            return false;
+        uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[k] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[k] & 0x3F);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        p += n + 1;
+    }
+    return true;
+}
+
+/* Every text the builder may use; `where` names the first bad one. */
+static bool utf8_all_valid(const struct sn_traj *t, char *where, size_t n)
+{
+    if (!utf8_valid(t->question)) {
+        snprintf(where, n, "question");
+        return false;
+    }
+    if (!utf8_valid(t->gold_explanation) || !utf8_valid(t->gold)) {
+        snprintf(where, n, utf8_valid(t->gold) ? "gold_explanation" : "gold");
+        return false;
+    }
+    for (size_t i = 0; i < t->n_options; i++)
+        if (!utf8_valid(t->options[i])) {
+            snprintf(where, n, "options[%zu]", i);
+            return false;
+        }
+    for (size_t r = 0; r < t->n_rounds; r++)
+        for (size_t k = 0; k < t->rounds[r].n_msgs; k++) {
+            const struct sn_traj_msg *m = &t->rounds[r].msgs[k];
+            if (!utf8_valid(m->text) || !utf8_valid(m->answer)) {
+                snprintf(where, n, "rounds[%zu][%zu].text", r, k);
+                return false;
+            }
+            for (size_t d = 0; d < m->n_deliveries; d++)
+                if (!utf8_valid(m->deliveries[d].text)) {
+                    snprintf(where, n, "rounds[%zu][%zu].deliveries[%zu].text", r, k, d);
+                    return false;
+                }
+        }
+    return true;
+}
+
 struct sn_build_params sn_build_default_params(void)
 {
     struct sn_build_params p;
@@ -788,8 +844,24 @@ int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *rep
             rc = sn_traj_reader_next(r, &t, err);
             if (rc || !t)
                 break;
-            /* a task that leaves no room for a response: skip the whole trajectory (decided
-            ** before the split and de-dup so a resumed build sees the same stream) */
+            /* Texts the tokenizer would refuse (invalid UTF-8) and a task that leaves no room
+            ** for a response skip the whole trajectory, decided before the split and de-dup so
+            ** a resumed build sees the same stream. */
+            char where[160];
+            if (!utf8_all_valid(t, where, sizeof where)) {
+                if (!p->skip_bad) {
+                    rc = sn_err_set(err, SN_E_FORMAT, "%s: trajectory '%s': %s: invalid UTF-8 "
+                                    "(--skip-bad skips such trajectories)",
+                                    sn_traj_reader_path(r), t->id, where);
+                    sn_traj_free(t);
+                    break;
+                }
+                counts[SN_TC_TRAJECTORIES]++;
+                counts[SN_TC_BAD_LINES]++;
+                bd.prog.trajectories++;
+                sn_traj_free(t);
+                continue;
+            }
             struct sn_prompt pr = {NULL, NULL, NULL, 0};
             size_t fixed = 0;
             sn_buf_reset(&task);

@@ -336,6 +336,23 @@ int main(void)
     CHECK(rep.counts[SN_TC_BAD_LINES] == 1 && rep.counts[SN_TC_TRAJECTORIES] == 3);
     CHECK(sn_test_sh("grep -q '\"bad_lines\":[[:space:]]*1' '%s/manifest.json'", bo) == 0);
 
+    /* invalid UTF-8 in a message: named (trajectory, field) or, with skip_bad, skipped whole */
+    snprintf(bad, sizeof bad, "%s/utf8.jsonl", dir);
+    snprintf(bo, sizeof bo, "%s/utf8-out", dir);
+    CHECK(sn_test_sh("head -n 3 '%s' | sed '2s/my answer stands/my \\xff answer stands/' > '%s'",
+                     traj, bad) == 0);
+    in[0] = bad;
+    p.out_dir = bo;
+    p.skip_bad = false;
+    err = (struct sn_err){0};
+    CHECK(sn_tuples_build(&p, &rep, &err) == SN_E_FORMAT);
+    CHECK(strstr(err.msg, "gen-0001") && strstr(err.msg, "rounds[0][0].text") &&
+          strstr(err.msg, "invalid UTF-8"));
+    p.skip_bad = true;
+    CHECK(sn_tuples_build(&p, &rep, &err) == SN_OK);
+    CHECK(rep.counts[SN_TC_BAD_LINES] == 1 && rep.counts[SN_TC_TRAJECTORIES] == 3 &&
+          rep.counts[SN_TC_TUPLES] > 0);
+
     /* recipes: unknown key, not-wired features, flags over recipe */
     char rec[1300];
     snprintf(rec, sizeof rec, "%s/r.json", dir);
