@@ -41,6 +41,18 @@ static void scope_free(struct scope *s)
         scope_keep(&sc, (var));                                                              \
     } while (0)
 
+/* STEP, timed into m->prof->seconds[cat] when profiling is on (sn_model_set_profile). */
+#define STEPC(cat, call, var)                                                                \
+    do {                                                                                     \
+        double t0_ = m->prof ? sn_now() : 0.0;                                               \
+        rc = (call);                                                                         \
+        if (m->prof)                                                                         \
+            m->prof->seconds[cat] += sn_now() - t0_;                                         \
+        if (rc)                                                                              \
+            goto fail;                                                                       \
+        scope_keep(&sc, (var));                                                              \
+    } while (0)
+
 static const char *const proj_path[SN_LORA_TARGET_COUNT] = {
     "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
     "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj",
@@ -86,6 +98,7 @@ const struct sn_model_params *sn_model_get_params(const struct sn_model *m) { re
 bool sn_model_has_head(const struct sn_model *m) { return m->head != NULL; }
 void sn_model_set_training(struct sn_model *m, bool on) { m->training = on; }
 void sn_model_set_grad_checkpoint(struct sn_model *m, bool on) { m->p.grad_checkpoint = on; }
+void sn_model_set_profile(struct sn_model *m, struct sn_model_profile *prof) { m->prof = prof; }
 bool sn_model_has_lora(const struct sn_model *m) { return m->has_lora; }
 
 const struct sn_lora_config *sn_model_lora_config(const struct sn_model *m)
@@ -375,38 +388,41 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
         *o, *h1, *mn, *g, *u, *gs, *gu, *d, *h2;
     int64_t sq[4] = {B, T, Hq, Dh}, skv[4] = {B, T, Hkv, Dh}, s3[3] = {B, T, Hq * Dh};
 
-    STEP(sn_aten_rms_norm(h, L->ln1, c->rms_norm_eps, &a, err), a);
-    STEP(sn_lora_linear_forward(L->lora[SN_LORA_Q_PROJ], a, L->w[SN_LORA_Q_PROJ], L->bq, tr,
+    STEPC(SN_PROF_NORM, sn_aten_rms_norm(h, L->ln1, c->rms_norm_eps, &a, err), a);
+    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_Q_PROJ], a, L->w[SN_LORA_Q_PROJ], L->bq, tr,
                                 m->gen, &q, err), q);
-    STEP(sn_lora_linear_forward(L->lora[SN_LORA_K_PROJ], a, L->w[SN_LORA_K_PROJ], L->bk, tr,
+    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_K_PROJ], a, L->w[SN_LORA_K_PROJ], L->bk, tr,
                                 m->gen, &k, err), k);
-    STEP(sn_lora_linear_forward(L->lora[SN_LORA_V_PROJ], a, L->w[SN_LORA_V_PROJ], L->bv, tr,
+    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_V_PROJ], a, L->w[SN_LORA_V_PROJ], L->bv, tr,
                                 m->gen, &v, err), v);
-    STEP(sn_aten_view(q, sq, 4, &q4, err), q4);
-    STEP(sn_aten_view(k, skv, 4, &k4, err), k4);
-    STEP(sn_aten_view(v, skv, 4, &v4, err), v4);
-    STEP(sn_aten_transpose(q4, 1, 2, &qt, err), qt); /* (B, Hq, T, Dh) */
+    STEPC(SN_PROF_OTHER, sn_aten_view(q, sq, 4, &q4, err), q4);
+    STEPC(SN_PROF_OTHER, sn_aten_view(k, skv, 4, &k4, err), k4);
+    STEPC(SN_PROF_OTHER, sn_aten_view(v, skv, 4, &v4, err), v4);
+    STEPC(SN_PROF_OTHER, sn_aten_transpose(q4, 1, 2, &qt, err), qt); /* (B, Hq, T, Dh) */
     STEP(sn_aten_transpose(k4, 1, 2, &kt, err), kt); /* (B, Hkv, T, Dh) */
     STEP(sn_aten_transpose(v4, 1, 2, &vt, err), vt);
-    STEP(sn_aten_apply_rotary(qt, x->cos, x->sin, &qr, err), qr);
-    STEP(sn_aten_apply_rotary(kt, x->cos, x->sin, &kr, err), kr);
+    STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(qt, x->cos, x->sin, &qr, err), qr);
+    STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(kt, x->cos, x->sin, &kr, err), kr);
     /* softmax(q kᵀ / sqrt(Dh) + causal + padding) v; GQA handled by the op (h -> h / n_rep) */
-    STEP(sn_aten_attention(qr, kr, vt, x->keep, true, 0.0, 0.0, NULL, &att, err), att);
-    STEP(sn_aten_transpose(att, 1, 2, &att_t, err), att_t); /* (B, T, Hq, Dh) */
+    STEPC(SN_PROF_ATTENTION, sn_aten_attention(qr, kr, vt, x->keep, true, 0.0, 0.0, NULL, &att, err), att);
+    STEPC(SN_PROF_OTHER, sn_aten_transpose(att, 1, 2, &att_t, err), att_t); /* (B, T, Hq, Dh) */
     STEP(sn_aten_reshape(att_t, s3, 3, &att2, err), att2);
-    STEP(sn_lora_linear_forward(L->lora[SN_LORA_O_PROJ], att2, L->w[SN_LORA_O_PROJ], NULL, tr,
+    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_O_PROJ], att2, L->w[SN_LORA_O_PROJ], NULL, tr,
                                 m->gen, &o, err), o);
-    STEP(sn_aten_add(h, o, &h1, err), h1);
-    STEP(sn_aten_rms_norm(h1, L->ln2, c->rms_norm_eps, &mn, err), mn);
-    STEP(sn_lora_linear_forward(L->lora[SN_LORA_GATE_PROJ], mn, L->w[SN_LORA_GATE_PROJ], NULL,
+    STEPC(SN_PROF_OTHER, sn_aten_add(h, o, &h1, err), h1);
+    STEPC(SN_PROF_NORM, sn_aten_rms_norm(h1, L->ln2, c->rms_norm_eps, &mn, err), mn);
+    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_GATE_PROJ], mn, L->w[SN_LORA_GATE_PROJ], NULL,
                                 tr, m->gen, &g, err), g);
-    STEP(sn_lora_linear_forward(L->lora[SN_LORA_UP_PROJ], mn, L->w[SN_LORA_UP_PROJ], NULL, tr,
+    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_UP_PROJ], mn, L->w[SN_LORA_UP_PROJ], NULL, tr,
                                 m->gen, &u, err), u);
-    STEP(sn_aten_silu(g, &gs, err), gs);
-    STEP(sn_aten_mul(gs, u, &gu, err), gu);
-    STEP(sn_lora_linear_forward(L->lora[SN_LORA_DOWN_PROJ], gu, L->w[SN_LORA_DOWN_PROJ], NULL,
+    STEPC(SN_PROF_OTHER, sn_aten_silu(g, &gs, err), gs);
+    STEPC(SN_PROF_OTHER, sn_aten_mul(gs, u, &gu, err), gu);
+    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_DOWN_PROJ], gu, L->w[SN_LORA_DOWN_PROJ], NULL,
                                 tr, m->gen, &d, err), d);
+    double t0 = m->prof ? sn_now() : 0.0;
     rc = sn_aten_add(h1, d, &h2, err);
+    if (m->prof)
+        m->prof->seconds[SN_PROF_OTHER] += sn_now() - t0;
     if (rc)
         goto fail;
     (void)D;

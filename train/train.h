@@ -106,6 +106,16 @@ int  sn_model_set_head(struct sn_model *m, const float *w, struct sn_err *err);
 void sn_model_set_training(struct sn_model *m, bool on);
 void sn_model_set_grad_checkpoint(struct sn_model *m, bool on);
 
+/* Forward-phase timing for benchmarks: when set, every decoder-layer op adds its wall time to
+** one category (a checkpointed layer's recompute in backward counts again). Backward time is
+** not split: it runs inside libtorch's autograd engine. */
+enum { SN_PROF_LINEAR, SN_PROF_ATTENTION, SN_PROF_NORM, SN_PROF_OTHER, SN_PROF_COUNT };
+struct sn_model_profile {
+    double seconds[SN_PROF_COUNT]; /* projections incl. LoRA; RoPE + attention; RMSNorm;
+                                   ** SwiGLU, residuals, reshapes */
+};
+void sn_model_set_profile(struct sn_model *m, struct sn_model_profile *prof); /* NULL = off */
+
 /* A batch on the host: ids (B, T) row-major, mask (B, T) 1/0 (NULL = all ones). */
 struct sn_model_batch {
     const int32_t *ids;

@@ -31,6 +31,7 @@ struct sn_model {
     bool                   has_lora;
     struct sn_lora_config  lora_cfg;
     struct sn_aten_gen    *gen;     /* LoRA dropout */
+    struct sn_model_profile *prof;  /* NULL = not profiling */
     struct sn_fwd_state   *fwd;     /* checkpointed forwards awaiting their backward */
     char                 **names;   /* cached PEFT names of the trainable params */
     size_t                 n_names;
