@@ -1,0 +1,46 @@
+/* cli/torch_shim.c: in the `sentinel` executable (which does not link libtorch), the commands
+** that need libtorch hand over to `sentinel-torch`, installed beside it, with the same
+** arguments (execv: same pid, stdin/stdout, exit status). Without it (a build with
+** -DSENTINEL_WITH_TORCH=OFF) they say so and exit SN_EXIT_UNAVAILABLE. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int hand_over(const char *cmd, int argc, char **argv)
+{
+#ifdef SN_CLI_TORCH_HELPER
+    char self[PATH_MAX], helper[PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(helper, sizeof helper, "%s/%s", slash ? self : ".", SN_CLI_TORCH_HELPER);
+        char **args = calloc((size_t)argc + 2, sizeof *args);
+        if (!args)
+            return SN_EXIT_FAIL;
+        args[0] = helper;
+        for (int i = 0; i < argc; i++)
+            args[i + 1] = argv[i];
+        fflush(NULL);
+        execv(helper, args);
+        int e = errno;
+        free(args);
+        fprintf(stderr, "sentinel %s: cannot run %s: %s (it is built with libtorch beside "
+                        "sentinel)\n", cmd, helper, strerror(e));
+        return SN_EXIT_UNAVAILABLE;
+    }
+#endif
+    (void)argc;
+    (void)argv;
+    return sn_cli_unavailable(cmd, "needs libtorch, and this build has none "
+                                   "(configured with -DSENTINEL_WITH_TORCH=OFF)");
+}
+
+int sn_cmd_score(int argc, char **argv) { return hand_over("score", argc, argv); }
+int sn_cmd_train(int argc, char **argv) { return hand_over("train", argc, argv); }
