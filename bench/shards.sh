@@ -24,4 +24,4 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 n=$(grep -o '"total":[[:space:]]*[0-9]*' "$tmp/shards/manifest.json" | grep -o '[0-9]*$')
 awk -v n="$n" -v a="$t0" -v b="$t1" \
-  'BEGIN { printf "  sentinel build end to end: %d tuples in %.2f s = %.0f tuples/s (gzip JSONL -> tokenized shards, demo tokenizer, max_len 1024, incl. ~1 s process start)\n", n, b - a, n / (b - a) }'
+  'BEGIN { printf "  sentinel build end to end: %d tuples in %.2f s = %.0f tuples/s (gzip JSONL -> tokenized shards, demo tokenizer, max_len 1024, process start included)\n", n, b - a, n / (b - a) }'
