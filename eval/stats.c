@@ -161,6 +161,7 @@ named:
     f->name = sn_strdup(s);
     if (!f->name) {
         sn_free(f->label);
+        f->label = NULL; /* the caller may free a half-parsed field */
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
     }
     return SN_OK;
@@ -255,7 +256,8 @@ static size_t *map_find(const struct map *m, const char *k, size_t len)
         return NULL;
     size_t i = sn_hash64(k, len) & (m->cap - 1);
     while (m->keys[i]) {
-        if (!memcmp(m->keys[i], k, len) && m->keys[i][len] == '\0')
+        /* strncmp stops at the stored key's NUL: no read past a shorter key */
+        if (!strncmp(m->keys[i], k, len) && m->keys[i][len] == '\0')
             return &m->vals[i];
         i = (i + 1) & (m->cap - 1);
     }
