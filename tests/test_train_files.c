@@ -158,7 +158,7 @@ static void test_model_dirs(const char *root, const char *good)
     /* an o_proj bias does not exist in Qwen2 */
     clone_dir(good, bad);
     rewrite_weights(src_w, pj(bad, "model.safetensors"), NULL,
-                    "model.layers.0.self_attn.o_proj.bias", SN_ST_F32, 1, s64, f63);
+                    "model.layers.0.self_attn.o_proj.bias", SN_ST_F32, 1, s64, ints);
     expect_open_fail(bad, "unexpected", "unexpected tensor 'model.layers.0.self_attn.o_proj.bias'");
     /* lm_head is accepted (and ignored) with the right shape, refused with a wrong one */
     clone_dir(good, bad);
