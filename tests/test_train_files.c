@@ -14,7 +14,7 @@
 
 static char *pj(const char *a, const char *b)
 {
-    static char buf[8][1024];
+    static char buf[8][2300];
     static int k;
     k = (k + 1) % 8;
     snprintf(buf[k], sizeof buf[k], "%s/%s", a, b);
@@ -411,6 +411,35 @@ int main(void)
     CHECK(text && strstr(text, "\"Qwen2ForSequenceClassification\""));
     CHECK(text && strstr(text, "\"torch_dtype\": \"float32\""));
     sn_free(text);
+    /* f16 and bf16 on disk: the loaded weights are the rounded ones, rewards stay close */
+    const char *dts[2] = {"float16", "bfloat16"};
+    for (int k = 0; k < 2; k++) {
+        struct sn_model_config ch = c;
+        snprintf(ch.torch_dtype, sizeof ch.torch_dtype, "%s", dts[k]);
+        struct sn_model *mh = NULL, *ml = NULL;
+        char hdir[1100];
+        snprintf(hdir, sizeof hdir, "%s/%s", root, dts[k]);
+        CHECK(sn_model_create(&ch, &p, &mh, &err) == SN_OK);
+        CHECK(mh && sn_model_save_hf(mh, hdir, &err) == SN_OK);
+        CHECK(sn_model_open_hf(hdir, &p, &ml, &err) == SN_OK);
+        struct sn_st_file *f = NULL;
+        CHECK(sn_st_open(pj(hdir, "model.safetensors"), &f, &err) == SN_OK);
+        CHECK(f && sn_st_get(f, 0)->dtype == (k ? SN_ST_BF16 : SN_ST_F16));
+        sn_st_close(f);
+        if (mh && ml) {
+            int32_t ids[8] = {5, 9, 2, 77, 31, 0, 4, 8};
+            struct sn_model_batch b = {ids, NULL, 2, 4};
+            float r1[2], r2[2];
+            CHECK(sn_model_forward_host(mh, &b, r1, NULL, &err) == SN_OK);
+            CHECK(sn_model_forward_host(ml, &b, r2, NULL, &err) == SN_OK);
+            /* rewards are ~0.02 in size; half-precision weights move them by far less */
+            CHECK_CLOSE(r2[0], r1[0], 2e-3, 5e-2);
+            CHECK_CLOSE(r2[1], r1[1], 2e-3, 5e-2);
+            CHECK(r2[0] != r1[0] || r2[1] != r1[1]); /* really rounded */
+        }
+        sn_model_free(mh);
+        sn_model_free(ml);
+    }
     test_model_dirs(root, good);
     test_adapter(root, good);
     return sn_test_done();
