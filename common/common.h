@@ -17,6 +17,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- errors ------------------------------------------------------------------------------- */
 
 enum sn_status {
@@ -226,4 +230,7 @@ int sn_json_get_string(const cJSON *obj, const char *where, const char *key, con
 /* Levenshtein distance, for "did you mean". */
 size_t sn_edit_distance(const char *a, const char *b);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* SN_COMMON_H */

@@ -3,7 +3,7 @@
 # As root: apt-get installs them. Otherwise: prints the exact command and exits 1.
 set -euo pipefail
 pkgs=(
-  build-essential cmake pkg-config git ca-certificates
+  build-essential cmake pkg-config git ca-certificates time
   libtorch-dev libgloo-dev                 # aten/: libtorch 1.13 CPU, c10d over Gloo
   libopenblas-dev                          # BLAS for libtorch and export/ (DESIGN.md §6)
   libhdf5-dev hdf5-tools                   # shards
