@@ -6,13 +6,6 @@
 ** Run: build-fuzz/fuzz/fuzz_tokenizer -max_total_time=60 fuzz/corpus/tokenizer */
 #include "tokenizer/tokenizer.h"
 
-/* fuzz/CMakeLists.txt instruments only the target's own file, not the module libraries, so
-** libFuzzer would see no coverage inside the tokenizer. Compiling the tokenizer's sources
-** into this file gives them the coverage instrumentation; the linker then never pulls the
-** same objects from libsn_tokenizer.a. */
-#include "tokenizer/tokenizer.c"
-#include "tokenizer/demo.c"
-
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

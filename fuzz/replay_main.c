@@ -10,6 +10,8 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Optional, as in libFuzzer: a target's one-time set-up. */
+__attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static uint64_t state;
 static uint64_t next(void)
@@ -74,6 +76,8 @@ int main(int argc, char **argv)
     state = argc > 3 ? strtoull(argv[3], NULL, 10) : 0x5eed;
     if (!state)
         state = 1;
+    if (LLVMFuzzerInitialize)
+        LLVMFuzzerInitialize(&argc, &argv);
     struct input *in = NULL;
     size_t n = 0;
     load_dir(argv[1], &in, &n);
