@@ -30,7 +30,7 @@
 ** THREADS: handles are not synchronized; use one handle from one thread at a time. Grad mode
 ** (sn_aten_no_grad_enter) is per thread, as in libtorch.
 **
-** Works with Debian's libtorch 1.13 (CPU) and libtorch 2.x (CPU or CUDA); see docs/parts/aten.md.
+** Works with Debian's libtorch 1.13 (CPU) and libtorch 2.x (CPU or CUDA); see docs/aten.md.
 */
 #ifndef SN_ATEN_H
 #define SN_ATEN_H

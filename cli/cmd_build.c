@@ -1,10 +1,10 @@
-/* cli/cmd_build.c: `sentinel build` (DESIGN.md §1; usage in docs/parts/cli-build.md).
+/* cli/cmd_build.c: `sentinel build` (DESIGN.md §1; usage in README.md (CLI reference)).
 ** Trajectories -> (context, chosen, rejected, reference) tuples -> tokenized HDF5 shards +
 ** manifest.json (data/tuples.h, data/shard.h). Options come from the recipe's `build` section,
 ** then --set overrides, then the command-line flags. Resumable: killed and re-run with the same
 ** settings it continues and ends with the same bytes as an uninterrupted build.
 **
-** Test hook (documented in docs/parts/cli-build.md): SENTINEL_TEST_KILL_AFTER=K makes the
+** Test hook (documented in README.md (CLI reference)): SENTINEL_TEST_KILL_AFTER=K makes the
 ** process raise SIGKILL right after the K-th tuple it tokenized and handed to the shard set,
 ** so tests can interrupt a build at a deterministic point mid-shard. */
 #include "cli/cli.h"

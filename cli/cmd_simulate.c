@@ -1,4 +1,4 @@
-/* cli/cmd_simulate.c: `sentinel simulate` (DESIGN.md §1; docs/parts/cli-simulate.md): debates
+/* cli/cmd_simulate.c: `sentinel simulate` (DESIGN.md §1; README.md (CLI reference)): debates
 ** under attack -> trajectories. The work is data/sim/run.c; this file parses options, loads
 ** the recipe with --set overrides, and turns SIGINT/SIGTERM into a clean stop (the output stays
 ** valid and a re-run continues). */
@@ -49,7 +49,7 @@ static void usage(FILE *f)
 "\n"
 "Exit status: 0 all debates written; 1 some debates failed (listed in the errors file; re-run\n"
 "to retry) or the job failed; 2 usage or recipe error. Ctrl-C stops cleanly (a second one\n"
-"kills); re-run to continue. Recipe keys: docs/parts/simulate.md.\n");
+"kills); re-run to continue. Recipe keys: docs/simulate.md.\n");
 }
 
 int sn_cmd_simulate(int argc, char **argv)

@@ -1,7 +1,7 @@
 /* cli/cmd_stats.c: `sentinel stats` (DESIGN.md §1, §4 "Group metrics"; issue #4). Reads
 ** trajectory files in one streaming pass (two with --adversary-effective) and prints the
 ** group-dynamics metrics as a table, JSON and/or CSV. `sentinel stats panels --rates B,H,A`
-** does the matched-panel arithmetic on three given rates. Definitions: docs/parts/stats.md. */
+** does the matched-panel arithmetic on three given rates. Definitions: docs/formats.md. */
 #include "cli/cli.h"
 #include "eval/eval.h"
 

@@ -1,4 +1,4 @@
-/* cli/cmd_tokenize.c: `sentinel tokenize` (DESIGN.md §1; usage in docs/parts/cli-tokenize.md).
+/* cli/cmd_tokenize.c: `sentinel tokenize` (DESIGN.md §1; usage in README.md (CLI reference)).
 ** stdin lines -> one line of space-separated ids per input line, or back with --decode.
 ** --json: texts are JSON strings, one per line, so newlines inside a text survive.
 ** --threads N: each batch of lines is cut into N contiguous runs encoded in parallel; output

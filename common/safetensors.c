@@ -1,5 +1,5 @@
 /* common/safetensors.c: safetensors reader (mmap, every header field validated) and atomic
-** writer. Format and the checks made: common/safetensors.h, docs/parts/model.md#safetensors. */
+** writer. Format and the checks made: common/safetensors.h, docs/formats.md#safetensors. */
 #include "common/safetensors.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* common/safetensors.h: a pure C reader and writer of the safetensors format
-** (https://huggingface.co/docs/safetensors; layout notes in docs/parts/model.md#safetensors).
+** (https://huggingface.co/docs/safetensors; layout notes in docs/formats.md#safetensors).
 **
 ** Layout: an 8-byte little-endian u64 N, then N bytes of UTF-8 JSON (an object mapping tensor
 ** names to {"dtype", "shape", "data_offsets": [begin, end]} plus an optional "__metadata__"

@@ -1,5 +1,5 @@
 /* data/question.c: question sets: ownership, the recipe's dataset spec, subject filters and
-** seeded sampling (data/question.h; docs/parts/simulate.md#datasets). The on-disk formats are
+** seeded sampling (data/question.h; docs/simulate.md#datasets). The on-disk formats are
 ** read by data/datasets.c, the built-in generator lives in data/synthetic.c. */
 #include "data/question.h"
 
@@ -169,7 +169,7 @@ int sn_qset_load(const cJSON *spec, const char *where, size_t limit, struct sn_q
     if (!path) {
         sn_qset_free(all);
         return sn_err_set(err, SN_E_ARG, "recipe: '%s.path' is missing: the %s dataset is read "
-                          "from files you supply (see docs/parts/simulate.md#datasets)",
+                          "from files you supply (see docs/simulate.md#datasets)",
                           where, kind);
     }
     const char *suffixes_csv[] = {".csv", ".jsonl", ".json", NULL};
@@ -180,7 +180,7 @@ int sn_qset_load(const cJSON *spec, const char *where, size_t limit, struct sn_q
                          &paths, &n_paths, err);
     if (rc)
         sn_err_wrap(err, "%s.path (the %s files are yours to supply; see "
-                    "docs/parts/simulate.md#datasets)", where, kind);
+                    "docs/simulate.md#datasets)", where, kind);
     if (!rc && n_paths == 0)
         rc = sn_err_set(err, SN_E_IO, "%s: no dataset files found (%s.path)", path, where);
     for (size_t i = 0; !rc && i < n_paths; i++)

@@ -1,6 +1,6 @@
 /* data/shard.c: HDF5 tuple shards, their manifest, a random-access reader, a batched iterator
 ** with a prefetch thread, and the resumable shard set `sentinel build` writes.
-** Layout: data/shard.h and docs/parts/shard.md (DESIGN.md §5 "Shard").
+** Layout: data/shard.h and docs/formats.md (DESIGN.md §5 "Shard").
 **
 ** Determinism: shards carry no timestamps (object time tracking is off for every group and
 ** dataset), so the same tuples in the same order give a byte-identical file; a resumed build
@@ -49,7 +49,7 @@ int sn_split_parse(const char *name, enum sn_split *out, struct sn_err *err)
                       name ? name : "(null)");
 }
 
-/* ---- column tables (the on-disk names; docs/parts/shard.md) ------------------------------ */
+/* ---- column tables (the on-disk names; docs/formats.md) ------------------------------ */
 
 enum { S_CONTEXT, S_CHOSEN, S_REJECTED, S_REFERENCE, S_SCENARIO, S_DATASET, S_TRAJ, S_ITEM,
        S_CH_ROLE, S_REJ_ROLE, S_REJ_KIND, S_SPLIT, S_SHA, S_COUNT };

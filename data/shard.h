@@ -1,6 +1,6 @@
 /* data/shard.h: tokenized (context, chosen, rejected, reference) tuples in HDF5 shards, the
 ** manifest that lists them, and readers for training (DESIGN.md §5 "Shard").
-** Exact layout: docs/parts/shard.md (merged into docs/formats.md#shard).
+** Exact layout: docs/formats.md (merged into docs/formats.md#shard).
 **
 **   shard file  <split>-<NNNNN>.h5, root attributes schema = "sentinel.tuples/1",
 **               tokenizer_hash, template_id, max_len, vocab_size, count, split, shard_index;

@@ -1,5 +1,5 @@
 /* data/tuples.c: tuple builder and `sentinel build` (data/tuples.h; DESIGN.md §4 "Tuple";
-** selection rules and layout in docs/parts/shard.md). */
+** selection rules and layout in docs/formats.md). */
 #include "data/tuples.h"
 
 #include <inttypes.h>

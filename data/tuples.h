@@ -1,6 +1,6 @@
 /* data/tuples.h: (context, chosen, rejected, reference) tuples from debate trajectories, and
 ** `sentinel build` as a library call (DESIGN.md §4 "Tuple", §5 "Shard"; the shard layout and
-** the selection rules are specified in docs/parts/shard.md).
+** the selection rules are specified in docs/formats.md).
 **
 ** For every round r of every trajectory:
 **   context   = task (question + lettered options) + condensed history of rounds < r: one

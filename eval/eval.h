@@ -3,7 +3,7 @@
 ** Group dynamics (`sentinel stats`): SDI, FAT, NAC, consensus per round, accuracy per round and
 ** its deltas, revision regimes (kept-correct, kept-wrong, DC, DM), flip rate, Wilson 95%
 ** intervals, mean ± SD over replicates, matched panels. Every definition, convention and
-** tie-break is written down in docs/parts/stats.md; the output formats (JSON, CSV) too.
+** tie-break is written down in docs/formats.md; the output formats (JSON, CSV) too.
 **
 ** Streaming: sn_stats_add folds one trajectory into per-group accumulators (counts and sums
 ** only), so memory grows with the number of groups × replicates × rounds × agents, never with
@@ -31,7 +31,7 @@ struct sn_panels sn_panels_compute(double p_base, double p_hon, double p_adv);
 
 /* ---- group statistics --------------------------------------------------------------------- */
 
-/* Panel decision rule (docs/parts/stats.md "Panel decision"). */
+/* Panel decision rule (docs/formats.md "Panel decision"). */
 enum sn_majority {
     SN_MAJORITY_PLURALITY, /* most votes; a tie goes to the tied answer of the lowest agent id */
     SN_MAJORITY_STRICT,    /* most votes; a tie is no decision, counted wrong */
@@ -70,7 +70,7 @@ void sn_stats_free(struct sn_stats *s); /* NULL is fine */
 int sn_stats_scan_effective(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err);
 /* Folds one trajectory into its group (and replicate, and panel) accumulators. t is not kept. */
 int sn_stats_add(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err);
-/* --items: one CSV line per debate (its own SDI_k, FAT, ...; docs/parts/stats.md "Per-debate
+/* --items: one CSV line per debate (its own SDI_k, FAT, ...; docs/formats.md "Per-debate
 ** rows") for the trajectory t just passed to sn_stats_add (nothing when it was filtered out). */
 const char *sn_stats_item_header(void); /* no newline */
 int sn_stats_item_row(struct sn_stats *s, const struct sn_traj *t, struct sn_buf *out,
@@ -92,7 +92,7 @@ const char *sn_stat_kind_name(enum sn_stat_kind k);
 struct sn_stat_row {
     const char *group;         /* "strategy=simultaneous,n_honest=3" or "all" */
     const char *const *group_values; /* (n_by) */
-    const char *metric;        /* "sdi", "revision.r0_r1.dm", ... (docs/parts/stats.md) */
+    const char *metric;        /* "sdi", "revision.r0_r1.dm", ... (docs/formats.md) */
     enum sn_stat_kind kind;
     double   value;            /* NaN = undefined (n = 0, or e.g. no changes for P(DM|D=1)) */
     uint64_t n;                /* denominator / number of values */
@@ -105,7 +105,7 @@ struct sn_stat_row {
 /* Computes every row. The rows are owned by s and valid until the next call on s. */
 int sn_stats_rows(struct sn_stats *s, const struct sn_stat_row **rows, size_t *n_rows,
                   struct sn_err *err);
-/* Writes rows as JSON / CSV (docs/parts/stats.md), atomically. */
+/* Writes rows as JSON / CSV (docs/formats.md), atomically. */
 int sn_stats_write_json(struct sn_stats *s, const char *path, struct sn_err *err);
 int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err);
 /* A readable table for a terminal. full = every row, else the headline metrics. */

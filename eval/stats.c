@@ -1,5 +1,5 @@
 /* eval/stats.c: streaming aggregation of group-dynamics metrics (DESIGN.md §4; issue #4;
-** definitions and every convention in docs/parts/stats.md).
+** definitions and every convention in docs/formats.md).
 **
 ** Each trajectory's terms (stats_debate.c) are added to three kinds of accumulator: its group
 ** (the --by key), the same group's accumulator for its replicate index (for mean ± SD over

@@ -1,5 +1,5 @@
 /* eval/stats_debate.c: every metric term of one debate (DESIGN.md §4 "Group metrics";
-** conventions in docs/parts/stats.md). The aggregator adds these terms up; --explain prints them.
+** conventions in docs/formats.md). The aggregator adds these terms up; --explain prints them.
 **
 ** Notation: N slots, T recorded rounds r = 0..T-1 (the SDI formula's t = r + 1 runs 1..T).
 ** Collaborators = honest slots. Voters (panel decision) = honest and adversary slots;
@@ -72,7 +72,7 @@ static bool is_voter(const struct sn_traj *t, size_t a)
     return t->agents[a].role != SN_ROLE_INTERCEPTOR;
 }
 
-/* Panel decision in round r (docs/parts/stats.md "Panel decision"). Votes are the parsed
+/* Panel decision in round r (docs/formats.md "Panel decision"). Votes are the parsed
 ** answers of voters who spoke, counted in agent-id order; under plurality a tie goes to the
 ** tied answer whose first holder has the lowest id; under strict a tie is no decision (NULL). */
 const char *sn_deb_decide(const struct sn_traj *t, const struct sn_deb *d, size_t r,

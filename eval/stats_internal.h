@@ -1,6 +1,6 @@
 /* eval/stats_internal.h: the per-debate terms shared by the aggregator (stats.c) and
 ** --explain (stats_explain.c), so that the explanation is computed by the very code that counts.
-** Definitions: docs/parts/stats.md. Round r is the file's 0-based index; the SDI formula's
+** Definitions: docs/formats.md. Round r is the file's 0-based index; the SDI formula's
 ** t = r + 1 runs over 1..T. */
 #ifndef SN_EVAL_STATS_INTERNAL_H
 #define SN_EVAL_STATS_INTERNAL_H

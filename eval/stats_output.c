@@ -1,5 +1,5 @@
 /* eval/stats_output.c: `sentinel stats` output as JSON, CSV (both written atomically) and a
-** terminal table. The layouts are specified in docs/parts/stats.md ("Stats output"). */
+** terminal table. The layouts are specified in docs/formats.md ("Stats output"). */
 #include "eval/stats_internal.h"
 
 #include <math.h>

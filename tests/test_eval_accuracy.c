@@ -1,6 +1,6 @@
 /* tests/test_eval_accuracy.c: accuracy per round (per agent, honest-slot mean, panel decision),
 ** the deltas Δ1, Δ2, Δtotal, and the panel decision rules plurality / strict / judge
-** (docs/parts/stats.md "Panel decision"); values by hand. */
+** (docs/formats.md "Panel decision"); values by hand. */
 #include "test_eval_fixture.h"
 
 static char dir[1024];

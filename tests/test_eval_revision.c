@@ -1,6 +1,6 @@
 /* tests/test_eval_revision.c: revision regimes per honest-slot transition (kept-correct,
 ** kept-wrong, DC, DM), P(D=1), P(DM|D=1), DC/N_valid, DM/N_valid, parse-failure exclusion,
-** flip rate; values by hand (docs/parts/stats.md "Revision regimes"). */
+** flip rate; values by hand (docs/formats.md "Revision regimes"). */
 #include "test_eval_fixture.h"
 
 static char dir[1024];

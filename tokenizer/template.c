@@ -1,5 +1,5 @@
 /* tokenizer/template.c: prompt template sentinel-chatml/1 and its truncation policy
-** (tokenizer/template.h; spec in docs/parts/shard.md).
+** (tokenizer/template.h; spec in docs/formats.md).
 **
 ** Content is escaped so no message can forge the template's structure: every "<|" inside the
 ** system text, task, history or response is rendered as "<\u200b|" (a zero-width space between

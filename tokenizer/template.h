@@ -1,5 +1,5 @@
 /* tokenizer/template.h: the prompt template of the reward model, R(response ⊕ context)
-** (DESIGN.md §4 "Reward model"), and its truncation policy. Spec: docs/parts/shard.md
+** (DESIGN.md §4 "Reward model"), and its truncation policy. Spec: docs/formats.md
 ** ("Prompt template sentinel-chatml/1").
 **
 ** Rendering (ChatML, as Qwen2 chat models are trained on; every byte below is literal, \n is a

@@ -1,6 +1,6 @@
 /* train/adapter.c: PEFT-compatible adapter directories (adapter_config.json +
 ** adapter_model.safetensors) for a LoRA + score-head reward model. Names, shapes and config
-** fields follow PEFT (ecosystem.md §2; docs/parts/model.md#adapter-checkpoint). */
+** fields follow PEFT (ecosystem.md §2; docs/formats.md#adapter-checkpoint). */
 #include "train/train_internal.h"
 
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* train/config.c: Qwen2 config.json parsing, validation and writing (train/train.h;
-** field meanings: transformers Qwen2Config, docs/parts/model.md#model-directory). */
+** field meanings: transformers Qwen2Config, docs/formats.md#model-directory). */
 #include "train/train_internal.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* train/hf.c: Hugging Face model directories (config.json + model.safetensors, or shards listed
 ** by model.safetensors.index.json) into and out of struct sn_model. Layout:
-** docs/parts/model.md#model-directory. Weights are read through mmap (common/safetensors.h):
+** docs/formats.md#model-directory. Weights are read through mmap (common/safetensors.h):
 ** only the tensors we use are touched. */
 #include "train/train_internal.h"
 

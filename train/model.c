@@ -1,6 +1,6 @@
 /* train/model.c: the Qwen2 reward model over aten/ ops: random init, forward (with optional
 ** per-layer gradient checkpointing), HF-directory load/save, LoRA attach/merge, trainable
-** parameters. Architecture and conventions: train/train.h; file layouts: docs/parts/model.md. */
+** parameters. Architecture and conventions: train/train.h; file layouts: docs/formats.md. */
 #include "train/train.h"
 #include "train/train_internal.h"
 

@@ -1,6 +1,6 @@
 /* train/train.h: the training-side reward model R_θ(r ⊕ c) (DESIGN.md §4): a Qwen2-family
 ** decoder built from aten/ ops, LoRA adapters (lora/), a linear reward head, PEFT-compatible
-** adapter files, and a minimal AdamW. Formats: docs/parts/model.md (model directory, adapter
+** adapter files, and a minimal AdamW. Formats: docs/formats.md (model directory, adapter
 ** checkpoint, safetensors).
 **
 ** Architecture (Hugging Face transformers Qwen2Model + GenericForSequenceClassification):

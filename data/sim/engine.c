@@ -1,4 +1,4 @@
-/* data/sim/engine.c: one multi-agent debate (DESIGN.md §4 "Debate"; docs/parts/simulate.md
+/* data/sim/engine.c: one multi-agent debate (DESIGN.md §4 "Debate"; docs/simulate.md
 ** #visibility) serialised as one sentinel.trajectory/1 line (docs/formats.md "Trajectory").
 **
 ** Visibility (what agent k has in view when it speaks in round t; in-edges from the topology,

@@ -1,6 +1,6 @@
 /* data/sim/openai.c: the `openai` LLM backend (data/sim/backend.h): OpenAI-compatible
 ** POST {base_url}/chat/completions over libcurl, for vLLM, llama.cpp server, Ollama and hosted
-** APIs. Config keys, retry rules, cache layout and what is recorded: docs/parts/openai.md.
+** APIs. Config keys, retry rules, cache layout and what is recorded: docs/openai.md.
 **
 ** Threads. sn_llm_complete() is called from many engine threads. Each call builds its request
 ** body, looks in the on-disk cache, and otherwise queues a job and sleeps on the job's condition

@@ -1,6 +1,6 @@
 /* data/sim/openai_internal.h: the pure pieces of the `openai` backend (data/sim/openai.c),
 ** exposed for tests and the reply-parser fuzz target. Nothing here does I/O.
-** Rules and formats: docs/parts/openai.md. */
+** Rules and formats: docs/openai.md. */
 #ifndef SN_DATA_SIM_OPENAI_INTERNAL_H
 #define SN_DATA_SIM_OPENAI_INTERNAL_H
 #include <time.h>

@@ -1,7 +1,7 @@
 /* data/sim/openai_parse.c: reply parsing, server error text, Retry-After and backoff for the
 ** `openai` backend (data/sim/openai.c). Pure functions, no I/O; the fuzz target
 ** fuzz/fuzz_openai_reply.c drives sn_openai_parse_reply with hostile bodies.
-** Rules: docs/parts/openai.md ("Retries", "Replies"); OpenAI client semantics from
+** Rules: docs/openai.md ("Retries", "Replies"); OpenAI client semantics from
 ** /work/shared/notes/ecosystem.md §3.4. */
 #include <ctype.h>
 #include <math.h>

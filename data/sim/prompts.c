@@ -1,6 +1,6 @@
 /* data/sim/prompts.c: our prompt templates, version SN_PROMPT_VERSION ("sentinel-prompts/1"),
 ** overridable per experiment from the recipe (`prompts` object). Placeholders in braces are
-** filled by the engine; the list is in docs/parts/simulate.md#prompts. Changing a default
+** filled by the engine; the list is in docs/simulate.md#prompts. Changing a default
 ** template's wording requires bumping SN_PROMPT_VERSION (it is recorded in every trajectory). */
 #include "data/sim/sim.h"
 

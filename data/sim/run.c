@@ -1,5 +1,5 @@
 /* data/sim/run.c: a `simulate` job (DESIGN.md §1, §2; issue #6 "Runs at scale";
-** docs/parts/simulate.md#runs, docs/formats.md "Trajectory", "Errors file").
+** docs/simulate.md#runs, docs/formats.md "Trajectory", "Errors file").
 **
 ** recipe.simulate -> endpoints (opened once) + experiments -> work list of (experiment, item,
 ** replicate) units with deterministic ids -> this shard's units (by id hash) minus the ids

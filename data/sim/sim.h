@@ -1,7 +1,7 @@
 /* data/sim/sim.h: the debate engine, attack scenarios, the per-round defense hook, the
 ** structured `sim_hint` read by the built-in simulated agents, and `simulate` runs
 ** (DESIGN.md §2, §4; issue #6). Behaviour model, visibility rules and recipe keys:
-** docs/parts/simulate.md. Trajectory format: docs/formats.md "Trajectory".
+** docs/simulate.md. Trajectory format: docs/formats.md "Trajectory".
 **
 ** Layers, bottom up:
 **   topology.c  who receives whom (directed adjacency) and attacker placement rules
@@ -102,7 +102,7 @@ struct sn_sim_hint {
 };
 
 /* The sim backend's persuasiveness estimate of a text in [0, 1] (cue-word model,
-** docs/parts/simulate.md#behaviour). Deterministic; used by sim agents and the sim judge. */
+** docs/simulate.md#behaviour). Deterministic; used by sim agents and the sim judge. */
 double sn_sim_persuasion(const char *text);
 
 /* ---- prompts (prompts.c) --------------------------------------------------------------- */

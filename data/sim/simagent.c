@@ -4,7 +4,7 @@
 ** behaviour model below, and write real, varied sentences from the question, its options and
 ** its numbers, ending with a final answer that data/extract.c parses.
 **
-** Behaviour model (docs/parts/simulate.md#behaviour, parameters = endpoint config keys):
+** Behaviour model (docs/simulate.md#behaviour, parameters = endpoint config keys):
 **   round 0 / no previous answer: correct with probability c (competence for the dataset),
 **     else a wrong answer (another option; for numbers a slip of the gold value).
 **   later rounds: candidates = own previous answer ∪ answers in view. Each gets

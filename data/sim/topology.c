@@ -1,5 +1,5 @@
 /* data/sim/topology.c: communication graphs and attacker placement (DESIGN.md §4 "Topology";
-** docs/parts/simulate.md#topologies). adj[from][to] = 1 means `to` receives what `from` says.
+** docs/simulate.md#topologies). adj[from][to] = 1 means `to` receives what `from` says.
 ** Also the enum name tables of sim.h. */
 #include "data/sim/sim.h"
 
