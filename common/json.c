@@ -52,17 +52,50 @@ int sn_json_load(const char *path, cJSON **out, struct sn_err *err)
     return rc;
 }
 
+/* Appends v in the layout Python's json.dumps(indent=2) produces, which is what HF and PEFT
+** write (and what users diff against). Scalars use cJSON's own rendering. */
+static int json_pretty(struct sn_buf *b, const cJSON *v, int depth, struct sn_err *err)
+{
+    int rc = SN_OK;
+    if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+        bool obj = cJSON_IsObject(v);
+        if (!v->child)
+            return sn_buf_puts(b, obj ? "{}" : "[]", err);
+        rc = sn_buf_puts(b, obj ? "{\n" : "[\n", err);
+        for (const cJSON *c = v->child; !rc && c; c = c->next) {
+            for (int i = 0; !rc && i < 2 * (depth + 1); i++)
+                rc = sn_buf_puts(b, " ", err);
+            if (!rc && obj) {
+                cJSON *key = cJSON_CreateString(c->string);
+                char *ks = key ? cJSON_PrintUnformatted(key) : NULL;
+                rc = ks ? sn_buf_printf(b, err, "%s: ", ks)
+                        : sn_err_set(err, SN_E_NOMEM, "JSON: out of memory");
+                cJSON_free(ks);
+                cJSON_Delete(key);
+            }
+            if (!rc)
+                rc = json_pretty(b, c, depth + 1, err);
+            if (!rc)
+                rc = sn_buf_puts(b, c->next ? ",\n" : "\n", err);
+        }
+        for (int i = 0; !rc && i < 2 * depth; i++)
+            rc = sn_buf_puts(b, " ", err);
+        return rc ? rc : sn_buf_puts(b, obj ? "}" : "]", err);
+    }
+    char *s = cJSON_PrintUnformatted(v);
+    if (!s)
+        return sn_err_set(err, SN_E_NOMEM, "JSON: out of memory");
+    rc = sn_buf_puts(b, s, err);
+    cJSON_free(s);
+    return rc;
+}
+
 int sn_json_save(const char *path, const cJSON *json, struct sn_err *err)
 {
-    char *s = cJSON_Print(json); /* tabs; acceptable and stable */
-    if (!s)
-        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory serialising JSON", path);
-    size_t n = strlen(s);
     struct sn_buf b = {0};
-    int rc = sn_buf_append(&b, s, n, err);
+    int rc = json_pretty(&b, json, 0, err);
     if (!rc)
-        rc = sn_buf_append(&b, "\n", 1, err);
-    cJSON_free(s);
+        rc = sn_buf_puts(&b, "\n", err);
     if (!rc)
         rc = sn_atomic_write(path, b.data, b.len, err);
     sn_buf_free(&b);

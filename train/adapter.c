@@ -120,7 +120,7 @@ int sn_model_adapter_save(const struct sn_model *mc, const char *dir,
     if (!rc)
         rc = join(path, sizeof path, dir, "adapter_config.json", err);
     if (!rc)
-        rc = sn_train_json_save(path, j, err);
+        rc = sn_json_save(path, j, err);
     cJSON_Delete(j);
     for (size_t i = 0; bufs && i < n; i++)
         sn_free(bufs[i]);

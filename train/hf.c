@@ -293,7 +293,7 @@ int sn_model_save_hf(const struct sn_model *mc, const char *dir, struct sn_err *
     if (!rc)
         rc = path_join(path, sizeof path, dir, "config.json", err);
     if (!rc)
-        rc = sn_train_json_save(path, j, err);
+        rc = sn_json_save(path, j, err);
     cJSON_Delete(j);
     if (rc)
         return rc;

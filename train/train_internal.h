@@ -59,9 +59,6 @@ void sn_model_names_free(struct sn_model *m);
 int  sn_model_alloc(const struct sn_model_config *c, const struct sn_model_params *p,
                     struct sn_model **out, struct sn_err *err);
 
-/* Writes json atomically with 2-space indentation and ", " / ": " separators (Python's
-** json.dumps(indent=2), as HF and PEFT write their JSON). */
-int  sn_train_json_save(const char *path, const cJSON *json, struct sn_err *err);
 /* One safetensors tensor (float dtype, exact shape checked; errors name file and tensor) into a
 ** new tensor in the model's compute dtype and device. */
 int  sn_model_load_tensor(const struct sn_st_tensor *t, const char *file, int ndim,
