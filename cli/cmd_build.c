@@ -8,6 +8,7 @@
 ** process raise SIGKILL right after the K-th tuple it tokenized and handed to the shard set,
 ** so tests can interrupt a build at a deterministic point mid-shard. */
 #include "cli/cli.h"
+#include "data/sim/backend.h"
 #include "data/tuples.h"
 
 #include <errno.h>
@@ -28,7 +29,8 @@ static void on_signal(int sig)
 static const char *const build_keys[] = {
     "inputs", "out", "tokenizer", "max_len", "shard_size", "max_pairs", "seed",
     "validation_fraction", "test_fraction", "split_seed", "history_sentences", "history_chars",
-    "dedup", "skip_bad", "deflate_level", "summary", "reference", NULL};
+    "dedup", "skip_bad", "deflate_level", "summary", "reference", "summary_endpoint",
+    "reference_endpoint", "summary_sentences", NULL};
 
 static void usage(FILE *f)
 {
@@ -62,9 +64,22 @@ static void usage(FILE *f)
 "Recipe keys (section `build`): inputs (path or list), out, tokenizer, max_len, shard_size,\n"
 "max_pairs, seed, validation_fraction (0.05), test_fraction (0.05), split_seed (0),\n"
 "history_sentences (2), history_chars (300), dedup (true), skip_bad (false),\n"
-"deflate_level (1), summary (\"extractive\"; \"llm\" is not wired yet), reference\n"
-"(\"dataset\": the gold explanation, else a sentence from the gold answer; \"model\" is not\n"
-"wired yet).\n"
+"deflate_level (1), summary, summary_endpoint, summary_sentences (3), reference,\n"
+"reference_endpoint:\n"
+"  summary \"extractive\" (default): each earlier message as \"Round t, agent k (answer X):\n"
+"    <first sentences>\"; \"llm\": one summary of the earlier rounds per round, written by\n"
+"    build.summary_endpoint (prompt sentinel-summary/1, at most summary_sentences\n"
+"    sentences, naming each agent's answer).\n"
+"  reference \"dataset\" (default): the gold explanation, else a sentence from the gold\n"
+"    answer; \"model\": the gold explanation, else one written by build.reference_endpoint\n"
+"    (prompt sentinel-reference/1, given the gold answer); a model reference in which the\n"
+"    gold answer is not found is replaced by the templated one and counted as\n"
+"    reference_fallback.\n"
+"  An endpoint is an object in the format of simulate.endpoints (docs/openai.md), or the\n"
+"  name of an entry there. Requests use temperature 0 and a seed derived from the\n"
+"  trajectory id and round, so with the endpoint's cache_dir a re-run makes no request and\n"
+"  gives the same shards. A failed request (after the endpoint's retries) fails the build,\n"
+"  naming the trajectory and round. The sim backend cannot write summaries or references.\n"
 "\n"
 "Re-running with the same settings continues an interrupted build (the shards already in\n"
 "the manifest are kept) and ends with the same bytes as an uninterrupted one; a directory\n"
@@ -120,8 +135,58 @@ static int parse_size(const char *opt, const char *s, size_t *out)
     return 0;
 }
 
+/* The endpoint object named by build.<key>: an inline object, or the name of an entry of
+** simulate.endpoints. */
+static int resolve_endpoint(const cJSON *recipe, const cJSON *sec, const char *key,
+                            const char *why, const cJSON **out, struct sn_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sec, key);
+    *out = NULL;
+    if (!v)
+        return sn_err_set(err, SN_E_ARG, "recipe: %s needs build.%s (an endpoint object, or the "
+                          "name of one in simulate.endpoints)", why, key);
+    if (cJSON_IsString(v)) {
+        const cJSON *sim = cJSON_GetObjectItemCaseSensitive(recipe, "simulate");
+        const cJSON *eps = cJSON_GetObjectItemCaseSensitive(sim, "endpoints");
+        const cJSON *e = cJSON_IsObject(eps) ? cJSON_GetObjectItemCaseSensitive(eps, v->valuestring)
+                                             : NULL;
+        if (!e) {
+            const char *best = NULL;
+            size_t bd = (size_t)-1;
+            const cJSON *c;
+            if (cJSON_IsObject(eps))
+                cJSON_ArrayForEach(c, eps) {
+                    size_t d = sn_edit_distance(v->valuestring, c->string);
+                    if (d < bd) {
+                        bd = d;
+                        best = c->string;
+                    }
+                }
+            if (best)
+                return sn_err_set(err, SN_E_ARG, "recipe: build.%s = '%s' is not an endpoint in "
+                                  "simulate.endpoints (did you mean '%s'?)", key, v->valuestring,
+                                  best);
+            return sn_err_set(err, SN_E_ARG, "recipe: build.%s = '%s' is not an endpoint in "
+                              "simulate.endpoints (declare it there, or give an object)", key,
+                              v->valuestring);
+        }
+        v = e;
+    }
+    if (!cJSON_IsObject(v))
+        return sn_err_set(err, SN_E_ARG, "recipe: build.%s: expected an endpoint object or the "
+                          "name of one in simulate.endpoints", key);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(v, "kind");
+    if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "sim"))
+        return sn_err_set(err, SN_E_ARG, "recipe: build.%s: the sim backend cannot write "
+                          "summaries or references (its agents answer debate-engine requests "
+                          "only); use an openai endpoint", key);
+    *out = v;
+    return SN_OK;
+}
+
 static int from_recipe(const cJSON *recipe, struct sn_build_params *p, const char **tokenizer,
-                       const char **out, const cJSON **inputs, struct sn_err *err)
+                       const char **out, const cJSON **inputs, const cJSON **sum_ep,
+                       const cJSON **ref_ep, size_t *sum_sentences, struct sn_err *err)
 {
     const cJSON *sec = cJSON_GetObjectItemCaseSensitive(recipe, "build");
     if (!sec)
@@ -139,6 +204,7 @@ static int from_recipe(const cJSON *recipe, struct sn_build_params *p, const cha
         (rc = get_size(sec, "max_pairs", &t->max_pairs, err)) ||
         (rc = get_size(sec, "history_sentences", &t->history_sentences, err)) ||
         (rc = get_size(sec, "history_chars", &t->history_chars, err)) ||
+        (rc = get_size(sec, "summary_sentences", sum_sentences, err)) ||
         (rc = sn_json_get_int(sec, "build", "seed", 0, &seed, err)) ||
         (rc = sn_json_get_int(sec, "build", "split_seed", 0, &split_seed, err)) ||
         (rc = sn_json_get_int(sec, "build", "deflate_level", deflate, &deflate, err)) ||
@@ -159,20 +225,29 @@ static int from_recipe(const cJSON *recipe, struct sn_build_params *p, const cha
     p->deflate_level = (int)deflate;
     t->seed = (uint64_t)seed;
     t->split_seed = (uint64_t)split_seed;
-    if (!strcmp(summary, "llm"))
-        return sn_err_set(err, SN_E_UNSUPPORTED, "build.summary = \"llm\": LLM summaries of the "
-                          "history are not wired into `sentinel build` yet (the builder has the "
-                          "hook: sn_tuples_params.summarize); use \"extractive\"");
-    if (strcmp(summary, "extractive"))
+    if (!strcmp(summary, "llm")) {
+        if ((rc = resolve_endpoint(recipe, sec, "summary_endpoint", "build.summary = \"llm\"",
+                                   sum_ep, err)))
+            return rc;
+    } else if (strcmp(summary, "extractive")) {
         return sn_err_set(err, SN_E_ARG, "recipe: build.summary = \"%s\": expected "
-                          "\"extractive\" (or \"llm\", not wired yet)", summary);
-    if (!strcmp(reference, "model"))
-        return sn_err_set(err, SN_E_UNSUPPORTED, "build.reference = \"model\": references "
-                          "written by a reference model are not wired into `sentinel build` "
-                          "yet (hook: sn_tuples_params.reference); use \"dataset\"");
-    if (strcmp(reference, "dataset"))
+                          "\"extractive\" or \"llm\"", summary);
+    } else if (cJSON_HasObjectItem(sec, "summary_endpoint")) {
+        return sn_err_set(err, SN_E_ARG, "recipe: build.summary_endpoint is set but build.summary "
+                          "is \"extractive\" (set build.summary = \"llm\" to use it)");
+    }
+    if (!strcmp(reference, "model")) {
+        if ((rc = resolve_endpoint(recipe, sec, "reference_endpoint",
+                                   "build.reference = \"model\"", ref_ep, err)))
+            return rc;
+    } else if (strcmp(reference, "dataset")) {
         return sn_err_set(err, SN_E_ARG, "recipe: build.reference = \"%s\": expected "
-                          "\"dataset\" (or \"model\", not wired yet)", reference);
+                          "\"dataset\" or \"model\"", reference);
+    } else if (cJSON_HasObjectItem(sec, "reference_endpoint")) {
+        return sn_err_set(err, SN_E_ARG, "recipe: build.reference_endpoint is set but "
+                          "build.reference is \"dataset\" (set build.reference = \"model\" to "
+                          "use it)");
+    }
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(sec, "inputs");
     if (in) {
         bool ok = cJSON_IsString(in) || cJSON_IsArray(in);
@@ -254,7 +329,9 @@ int sn_cmd_build(int argc, char **argv)
                                     argv[optind]);
     struct sn_err err = {0};
     cJSON *recipe = NULL;
-    const cJSON *rin = NULL;
+    const cJSON *rin = NULL, *sum_ep = NULL, *ref_ep = NULL;
+    struct sn_tuples_llm llm;
+    memset(&llm, 0, sizeof llm);
     struct sn_build_params p = sn_build_default_params();
     char out_buf[1024], in_buf[1024];
     const char **in_list = NULL;
@@ -262,10 +339,21 @@ int sn_cmd_build(int argc, char **argv)
         status = sn_cli_fail("build", &err);
     if (!status && !recipe_path && n_sets)
         status = sn_cli_usage_error("build", "--set needs --recipe");
-    if (!status && recipe && from_recipe(recipe, &p, &tokenizer, &out, &rin, &err)) {
+    if (!status && recipe && from_recipe(recipe, &p, &tokenizer, &out, &rin, &sum_ep, &ref_ep,
+                                         &llm.summary_sentences, &err)) {
         status = err.code == SN_E_UNSUPPORTED ? sn_cli_unavailable("build", err.msg)
                                               : sn_cli_fail("build", &err);
     }
+    if (!status && sum_ep && sn_llm_backend_open(sum_ep, &llm.summary, &err)) {
+        sn_err_wrap(&err, "build.summary_endpoint");
+        status = sn_cli_fail("build", &err);
+    }
+    if (!status && ref_ep && sn_llm_backend_open(ref_ep, &llm.reference, &err)) {
+        sn_err_wrap(&err, "build.reference_endpoint");
+        status = sn_cli_fail("build", &err);
+    }
+    if (!status && (llm.summary || llm.reference) && sn_tuples_use_llm(&p.tuples, &llm, &err))
+        status = sn_cli_fail("build", &err);
     const cJSON *od = recipe ? cJSON_GetObjectItemCaseSensitive(recipe, "out_dir") : NULL;
     if (!status && !out) {
         if (!cJSON_IsString(od))
@@ -294,6 +382,8 @@ int sn_cmd_build(int argc, char **argv)
             status = sn_cli_usage_error("build", "no input: give -i TRAJ (or build.inputs)");
     }
     if (status) {
+        sn_llm_backend_close(llm.summary);
+        sn_llm_backend_close(llm.reference);
         cJSON_Delete(recipe);
         free(inputs);
         free(sets);
@@ -311,6 +401,8 @@ int sn_cmd_build(int argc, char **argv)
     if (skip_bad)
         p.skip_bad = true;
     if (!p.shard_size) {
+        sn_llm_backend_close(llm.summary);
+        sn_llm_backend_close(llm.reference);
         cJSON_Delete(recipe);
         free(inputs);
         free(sets);
@@ -365,10 +457,16 @@ int sn_cmd_build(int argc, char **argv)
         printf("build: read %" PRIu64 " trajectories, %" PRIu64 " rounds; skipped:",
                rep.counts[SN_TC_TRAJECTORIES], rep.counts[SN_TC_ROUNDS]);
         for (int k = SN_TC_BAD_LINES; k < SN_TC_COUNT; k++)
-            printf(" %s %" PRIu64, sn_tuples_count_name((enum sn_tuples_count)k),
-                   rep.counts[k]);
+            if (k != SN_TC_REFERENCE_FALLBACK)
+                printf(" %s %" PRIu64, sn_tuples_count_name((enum sn_tuples_count)k),
+                       rep.counts[k]);
+        if (p.tuples.reference)
+            printf("; templated instead of the model's: reference_fallback %" PRIu64,
+                   rep.counts[SN_TC_REFERENCE_FALLBACK]);
         printf("\n");
     }
+    sn_llm_backend_close(llm.summary);
+    sn_llm_backend_close(llm.reference);
     cJSON_Delete(recipe);
     free(inputs);
     free(sets);

@@ -1,6 +1,8 @@
 /* data/tuples.c: tuple builder and `sentinel build` (data/tuples.h; DESIGN.md §4 "Tuple";
 ** selection rules and layout in docs/formats.md). */
 #include "data/tuples.h"
+#include "data/question.h"
+#include "data/sim/backend.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -12,7 +14,7 @@ static const char *const kind_names[] = {"adversary", "tampered", "misled", "wro
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == SN_REJ_COUNT, "kinds");
 static const char *const count_names[] = {
     "trajectories", "rounds", "tuples", "bad_lines", "no_chosen", "no_rejected", "unparsed",
-    "empty", "capped", "duplicate", "task_too_long", "no_tuples"};
+    "empty", "capped", "duplicate", "task_too_long", "no_tuples", "reference_fallback"};
 _Static_assert(sizeof count_names / sizeof count_names[0] == SN_TC_COUNT, "counts");
 
 const char *sn_rejected_kind_name(enum sn_rejected_kind k)
@@ -368,11 +370,8 @@ static enum sn_role role_of(const struct sn_traj *t, int agent)
     return agent >= 0 && (size_t)agent < t->n_agents ? t->agents[agent].role : SN_ROLE_HONEST;
 }
 
-static int make_reference(const struct sn_tuples *b, const struct sn_traj *t, struct sn_buf *out,
-                          struct sn_err *err)
+int sn_tuples_builtin_reference(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err)
 {
-    if (b->p.reference)
-        return b->p.reference(b->p.user, t, out, err);
     const char *gold = t->gold ? t->gold : "";
     int rc;
     if (!is_empty(t->gold_explanation)) {
@@ -386,6 +385,19 @@ static int make_reference(const struct sn_tuples *b, const struct sn_traj *t, st
         return sn_buf_printf(out, err, "The correct answer is %s (%s).\nFINAL ANSWER: %s", gold,
                              t->options[idx], gold);
     return sn_buf_printf(out, err, "The correct answer is %s.\nFINAL ANSWER: %s", gold, gold);
+}
+
+static int make_reference(struct sn_tuples *b, const struct sn_traj *t, size_t round,
+                          struct sn_buf *out, struct sn_err *err)
+{
+    sn_buf_reset(out);
+    if (b->p.reference) {
+        int rc = b->p.reference(b->p.user, t, round, out, err);
+        if (rc || out->len)
+            return rc;
+        b->counts[SN_TC_REFERENCE_FALLBACK]++;
+    }
+    return sn_tuples_builtin_reference(t, out, err);
 }
 
 /* History entries of every message of rounds [0, upto), appended to *v (owned strings). */
@@ -433,9 +445,8 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
     int rc = SN_OK;
     b->counts[SN_TC_TRAJECTORIES]++;
 
+    bool have_ref = false; /* made before the first tuple (a hook may call a model) */
     rc = sn_tuples_task(t, &task, err);
-    if (!rc)
-        rc = make_reference(b, t, &ref, err);
     hist_upto = sn_calloc(t->n_rounds + 1, sizeof *hist_upto);
     size_t max_msgs = 0;
     for (size_t r = 0; r < t->n_rounds; r++) {
@@ -560,6 +571,12 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
             tp.text[SN_FIELD_CONTEXT] = ctx.data;
             tp.text[SN_FIELD_CHOSEN] = chosen[pairs[k].ci];
             tp.text[SN_FIELD_REJECTED] = ng->text;
+            if (!have_ref) {
+                rc = make_reference(b, t, r, &ref, err);
+                if (rc)
+                    break;
+                have_ref = true;
+            }
             tp.text[SN_FIELD_REFERENCE] = ref.data;
             sn_tuples_hash(tp.text, hex);
             if (b->p.dedup) {
@@ -605,6 +622,185 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
     sn_free(chosen_agent);
     sn_free(pairs);
     return rc;
+}
+
+/* ---- LLM summary and reference (issue #7; prompts versioned by their ids) ---------------- */
+
+#define SUMMARY_SALT   0x53554d4dull /* "SUMM" */
+#define REFERENCE_SALT 0x52454631ull /* "REF1" */
+
+static int llm_ask(struct sn_llm_backend *be, const struct sn_tuples_llm *L, const char *system,
+                   const char *user, int64_t seed, struct sn_llm_reply *rep, struct sn_err *err)
+{
+    struct sn_chat_msg msgs[2] = {{"system", system}, {"user", user}};
+    struct sn_llm_request req;
+    memset(&req, 0, sizeof req);
+    req.messages = msgs;
+    req.n_messages = 2;
+    req.temperature = 0.0;
+    req.top_p = -1.0;
+    req.max_tokens = L->max_tokens;
+    req.has_seed = true;
+    req.seed = seed;
+    memset(rep, 0, sizeof *rep);
+    return sn_llm_complete(be, &req, rep, err);
+}
+
+/* The reply with surrounding white space trimmed, appended to out; false when empty. */
+static int put_trimmed(const char *s, struct sn_buf *out, bool *empty, struct sn_err *err)
+{
+    s = s ? s : "";
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+        n--;
+    *empty = n == 0;
+    return sn_buf_append(out, s, n, err);
+}
+
+static int llm_summarize(void *user, const struct sn_traj *t, size_t round, char ***entries,
+                         size_t *n, struct sn_err *err)
+{
+    struct sn_tuples_llm *L = user;
+    struct sn_buf prompt = {0}, out = {0};
+    struct sn_llm_reply rep;
+    size_t sentences = L->summary_sentences ? L->summary_sentences : 3;
+    memset(&rep, 0, sizeof rep);
+    if (round == 0)
+        return SN_OK; /* no earlier rounds: no history, no request */
+    int rc = sn_tuples_task(t, &prompt, err);
+    if (!rc)
+        rc = sn_buf_puts(&prompt, "\n\nDebate so far:", err);
+    for (size_t q = 0; q < round && q < t->n_rounds && !rc; q++)
+        for (size_t i = 0; i < t->rounds[q].n_msgs && !rc; i++) {
+            const struct sn_traj_msg *m = &t->rounds[q].msgs[i];
+            rc = sn_buf_printf(&prompt, err, "\nRound %zu, agent %d (answer %s): ", q + 1,
+                               m->agent, m->answer ? m->answer : "none");
+            if (!rc)
+                rc = gist(m->text ? m->text : "", 8, 1200, &prompt, err);
+        }
+    char span[48]; /* "round 1" / "rounds 1-3" */
+    if (round > 1)
+        snprintf(span, sizeof span, "rounds 1-%zu", round);
+    else
+        snprintf(span, sizeof span, "round 1");
+    if (!rc)
+        rc = sn_buf_printf(&prompt, err, "\n\nSummarize %s of this debate for the question "
+                           "above in at most %zu sentences. Name each agent's answer and the "
+                           "main reason it gave. Do not give your own answer.", span,
+                           sentences);
+    if (!rc) {
+        rc = llm_ask(L->summary, L, "You condense multi-agent debates into short, faithful "
+                     "summaries. Reply with the summary only.", prompt.data,
+                     (int64_t)(sn_seed_derive(SUMMARY_SALT, t->id, round) & 0x7fffffff), &rep,
+                     err);
+        if (rc)
+            sn_err_wrap(err, "trajectory %s round %zu: LLM summary", t->id, round);
+    }
+    bool empty = false;
+    if (!rc)
+        rc = sn_buf_printf(&out, err, "Summary of %s: ", span);
+    if (!rc)
+        rc = put_trimmed(rep.text, &out, &empty, err);
+    if (!rc && empty)
+        rc = sn_err_set(err, SN_E_BACKEND, "trajectory %s round %zu: LLM summary: %s returned "
+                        "an empty reply", t->id, round, sn_llm_backend_describe(L->summary));
+    if (!rc) {
+        char **v = sn_realloc(*entries, (*n + 1) * sizeof *v);
+        if (!v) {
+            rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+        } else {
+            *entries = v;
+            v[(*n)++] = out.data;
+            out.data = NULL;
+        }
+    }
+    sn_llm_reply_free(&rep);
+    sn_buf_free(&prompt);
+    sn_buf_free(&out);
+    return rc;
+}
+
+static int llm_reference(void *user, const struct sn_traj *t, size_t round, struct sn_buf *out,
+                         struct sn_err *err)
+{
+    struct sn_tuples_llm *L = user;
+    if (!is_empty(t->gold_explanation) || !t->gold || !*t->gold)
+        return sn_tuples_builtin_reference(t, out, err); /* the dataset's own */
+    struct sn_buf prompt = {0};
+    struct sn_llm_reply rep;
+    memset(&rep, 0, sizeof rep);
+    const char *gold = t->gold;
+    size_t idx = gold[0] >= 'A' && gold[0] <= 'Z' && !gold[1] ? (size_t)(gold[0] - 'A') : SIZE_MAX;
+    int rc = sn_tuples_task(t, &prompt, err);
+    if (!rc && t->task == SN_TASK_MC && idx < t->n_options)
+        rc = sn_buf_printf(&prompt, err, "\n\nThe correct answer is %s (%s).", gold,
+                           t->options[idx]);
+    else if (!rc)
+        rc = sn_buf_printf(&prompt, err, "\n\nThe correct answer is %s.", gold);
+    if (!rc)
+        rc = sn_buf_printf(&prompt, err, "\nWrite a short, correct explanation (at most 4 "
+                           "sentences) of why this is the answer, and end with the line "
+                           "\"FINAL ANSWER: %s\".", gold);
+    if (!rc) {
+        rc = llm_ask(L->reference, L, "You write short, correct worked explanations for exam "
+                     "questions.", prompt.data,
+                     (int64_t)(sn_seed_derive(REFERENCE_SALT, t->id, 0) & 0x7fffffff), &rep, err);
+        if (rc)
+            sn_err_wrap(err, "trajectory %s round %zu: LLM reference", t->id, round);
+    }
+    char got[SN_ANSWER_MAX];
+    if (!rc && rep.text && sn_extract_answer(rep.text, t->task, t->n_options, got) &&
+        sn_answer_equal(got, gold, t->task)) {
+        bool empty = false;
+        size_t start = out->len;
+        rc = put_trimmed(rep.text, out, &empty, err);
+        if (!rc && !strstr(out->data + start, "FINAL ANSWER"))
+            rc = sn_buf_printf(out, err, "\nFINAL ANSWER: %s", gold);
+    } /* else: nothing appended: the builder falls back to the templated one and counts it */
+    sn_llm_reply_free(&rep);
+    sn_buf_free(&prompt);
+    return rc;
+}
+
+static bool is_sim(struct sn_llm_backend *be)
+{
+    return be && be->ops && be->ops->kind && !strcmp(be->ops->kind, "sim");
+}
+
+int sn_tuples_use_llm(struct sn_tuples_params *p, struct sn_tuples_llm *llm, struct sn_err *err)
+{
+    if (is_sim(llm->summary) || is_sim(llm->reference))
+        return sn_err_set(err, SN_E_ARG, "build: the sim backend cannot write %s (its agents "
+                          "answer debate-engine requests only); use an openai endpoint",
+                          is_sim(llm->summary) ? "summaries" : "references");
+    p->user = llm;
+    if (llm->summary) {
+        snprintf(llm->summary_method, sizeof llm->summary_method, "llm %s sentences=%zu (%s)",
+                 SN_TUPLES_SUMMARY_PROMPT, llm->summary_sentences ? llm->summary_sentences : 3,
+                 sn_llm_backend_describe(llm->summary));
+        p->summarize = llm_summarize;
+        p->summary_method = llm->summary_method;
+    }
+    if (llm->reference) {
+        snprintf(llm->reference_method, sizeof llm->reference_method,
+                 "dataset-or-model %s (%s), else template", SN_TUPLES_REFERENCE_PROMPT,
+                 sn_llm_backend_describe(llm->reference));
+        p->reference = llm_reference;
+        p->reference_method = llm->reference_method;
+    }
+    if (llm->max_tokens) {
+        size_t k = strlen(llm->summary_method);
+        if (llm->summary)
+            snprintf(llm->summary_method + k, sizeof llm->summary_method - k, " max_tokens=%d",
+                     llm->max_tokens);
+        k = strlen(llm->reference_method);
+        if (llm->reference)
+            snprintf(llm->reference_method + k, sizeof llm->reference_method - k,
+                     " max_tokens=%d", llm->max_tokens);
+    }
+    return SN_OK;
 }
 
 /* ---- sentinel build ---------------------------------------------------------------------- */
@@ -762,8 +958,10 @@ static cJSON *make_settings(const struct sn_build_params *p, char **paths, size_
     cJSON_AddNumberToObject(s, "history_sentences", (double)t->history_sentences);
     cJSON_AddNumberToObject(s, "history_chars", (double)t->history_chars);
     cJSON_AddBoolToObject(s, "dedup", t->dedup);
-    cJSON_AddStringToObject(s, "summary", t->summarize ? "hook" : "extractive");
-    cJSON_AddStringToObject(s, "reference", t->reference ? "hook" : "dataset-or-template");
+    cJSON_AddStringToObject(s, "summary", !t->summarize ? "extractive"
+                            : t->summary_method ? t->summary_method : "hook");
+    cJSON_AddStringToObject(s, "reference", !t->reference ? "dataset-or-template"
+                            : t->reference_method ? t->reference_method : "hook");
     return s;
 }
 

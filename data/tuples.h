@@ -5,14 +5,14 @@
 ** For every round r of every trajectory:
 **   context   = task (question + lettered options) + condensed history of rounds < r: one
 **               entry per message, "Round t, agent k (answer X): <first sentence(s)>"
-**               (extractive; an LLM summary hook exists in the params, not wired to the CLI);
+**               (extractive), or one LLM summary of rounds < r (hook; sn_tuples_use_llm);
 **   chosen    = round r's messages whose own parsed answer is the gold answer, from agents
 **               whose role is honest;
 **   rejected  = adversary (and interceptor) messages of round r; AITM-tampered deliveries of
 **               round r (the rewritten copies); honest messages whose answer is wrong;
-**   reference = the dataset's gold explanation, else a sentence built from the gold answer
-**               (a reference-model hook exists in the params, not wired to the CLI);
-**               it ends with "FINAL ANSWER: <gold>" like the agents' messages.
+**   reference = the dataset's gold explanation, else (hook; sn_tuples_use_llm) one written by a
+**               reference model when it names the gold answer, else a sentence built from the
+**               gold answer; it ends with "FINAL ANSWER: <gold>" like the agents' messages.
 ** Negatives are ordered hardest first (enum sn_rejected_kind order): adversary and tampered
 ** messages, then honest agents that were misled (their wrong answer is the adversarial target,
 ** or they held the gold answer in an earlier round), then other wrong answers.
@@ -48,6 +48,8 @@ enum sn_tuples_count {
     SN_TC_DUPLICATE,       /* tuples equal to an earlier one */
     SN_TC_TASK_TOO_LONG,   /* trajectories whose task leaves no room in max_len */
     SN_TC_NO_TUPLES,       /* trajectories that gave no tuple at all */
+    SN_TC_REFERENCE_FALLBACK, /* reference hook gave nothing (a model reference without the
+                              ** gold answer): the templated reference was used */
     SN_TC_COUNT
 };
 const char *sn_tuples_count_name(enum sn_tuples_count k); /* "no_chosen", ... (JSON keys) */
@@ -66,9 +68,16 @@ struct sn_tuples_params {
     ** first) to *entries and *n (strings allocated with sn_malloc; the builder frees them). */
     int (*summarize)(void *user, const struct sn_traj *t, size_t round, char ***entries,
                      size_t *n, struct sn_err *err);
-    int (*reference)(void *user, const struct sn_traj *t, struct sn_buf *out,
+    /* A reference hook appends the reference to out; appending nothing means "use the
+    ** built-in one" and is counted as reference_fallback. Called once per trajectory, before
+    ** its first tuple (round = that tuple's round, for error messages). */
+    int (*reference)(void *user, const struct sn_traj *t, size_t round, struct sn_buf *out,
                      struct sn_err *err);
     void *user;
+    /* What the hooks do, recorded in the manifest's settings.summary / settings.reference (so a
+    ** resume with other hooks is refused); NULL = "hook". Borrowed. */
+    const char *summary_method;
+    const char *reference_method;
 };
 struct sn_tuples_params sn_tuples_default_params(void);
 
@@ -90,6 +99,40 @@ enum sn_split sn_tuples_split(const char *trajectory_id, const struct sn_tuples_
 void sn_tuples_hash(const char *const text[SN_FIELD_COUNT], char hex[65]);
 /* Task text: "Question: <q>" and, for multiple choice, "\nOptions:\nA. <o0>\nB. <o1>...". */
 int sn_tuples_task(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err);
+
+/* The built-in reference (dataset explanation, else templated), appended to out. */
+int sn_tuples_builtin_reference(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err);
+
+/* ---- LLM summary and reference (issue #7) ---------------------------------------------------
+** Summary (prompt SN_TUPLES_SUMMARY_PROMPT): for round r > 0 one request with the task and the
+** messages of rounds < r (each as "Round t, agent k (answer X): <gist>", up to 8 sentences /
+** 1200 bytes), asking for at most `summary_sentences` sentences naming each agent's answer;
+** the history of round r is then the single entry "Summary of rounds 1-r: <reply>". Round 0
+** has no history and makes no request.
+** Reference (prompt SN_TUPLES_REFERENCE_PROMPT): when the trajectory has no gold explanation,
+** one request with the task and the gold answer (and its option text), asking for a short
+** explanation ending with "FINAL ANSWER: <gold>". The reply is kept when sn_extract_answer
+** finds the gold answer in it (a missing "FINAL ANSWER: <gold>" line is appended); otherwise
+** the templated reference is used and counted as reference_fallback.
+** Sampling: temperature 0, seed = sn_seed_derive(salt, trajectory id, round) & 0x7fffffff
+** (salt 0x53554d4d for summaries, 0x52454631 for references), so a re-run is served by the
+** openai backend's response cache. A failed request (after the backend's retries) fails the
+** build with an error naming the trajectory id and round; an empty reply is an error too.
+** The sim backend answers debate-engine requests only: sn_tuples_use_llm refuses it. */
+#define SN_TUPLES_SUMMARY_PROMPT   "sentinel-summary/1"
+#define SN_TUPLES_REFERENCE_PROMPT "sentinel-reference/1"
+struct sn_llm_backend;
+struct sn_tuples_llm {
+    struct sn_llm_backend *summary;   /* borrowed; NULL = extractive history */
+    struct sn_llm_backend *reference; /* borrowed; NULL = dataset-or-template reference */
+    size_t summary_sentences;         /* 0 = 3 */
+    int    max_tokens;                /* per request; 0 = the endpoint's setting */
+    char   summary_method[384];       /* filled by sn_tuples_use_llm */
+    char   reference_method[384];
+};
+/* Points p's hooks (and summary_method / reference_method) at llm for its non-NULL backends.
+** llm must outlive every builder made from p. Fails (SN_E_ARG) for a sim backend. */
+int sn_tuples_use_llm(struct sn_tuples_params *p, struct sn_tuples_llm *llm, struct sn_err *err);
 
 struct sn_tuples;
 int  sn_tuples_create(const struct sn_tuples_params *p, struct sn_tuples **out,

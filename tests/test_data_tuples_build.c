@@ -8,7 +8,8 @@
 **     lists a partial shard and the final directory is byte-identical to an uninterrupted build;
 **   - a malformed line names file:line and the field; --skip-bad counts it;
 **   - a resume with another tokenizer is refused naming the setting; recipe key errors;
-**     features not wired (summary "llm") exit 3; inspect refuses GGUF with exit 3. */
+**     summary "llm" without build.summary_endpoint exits 2 (tests/test_data_tuples_llm.c covers
+**     the LLM paths); inspect refuses GGUF with exit 3. */
 #include "data/tuples.h"
 #include "tests/testutil.h"
 
@@ -353,7 +354,7 @@ int main(void)
     CHECK(rep.counts[SN_TC_BAD_LINES] == 1 && rep.counts[SN_TC_TRAJECTORIES] == 3 &&
           rep.counts[SN_TC_TUPLES] > 0);
 
-    /* recipes: unknown key, not-wired features, flags over recipe */
+    /* recipes: unknown key, an LLM summary without its endpoint, flags over recipe */
     char rec[1300];
     snprintf(rec, sizeof rec, "%s/r.json", dir);
     CHECK(sn_test_sh("printf '{\"build\": {\"max_pair\": 2}}' > '%s'", rec) == 0);
@@ -361,8 +362,9 @@ int main(void)
                      bin, rec, traj, dir, tokp, dir) == 2);
     CHECK(sn_test_sh("grep -q \"did you mean 'max_pairs'\" '%s/r.log'", dir) == 0);
     CHECK(sn_test_sh("printf '{\"build\": {\"summary\": \"llm\"}}' > '%s'", rec) == 0);
-    CHECK(sn_test_sh("'%s' build --recipe '%s' -i '%s' -o '%s/r1' --tokenizer '%s' 2>/dev/null",
-                     bin, rec, traj, dir, tokp) == 3);
+    CHECK(sn_test_sh("'%s' build --recipe '%s' -i '%s' -o '%s/r1' --tokenizer '%s' 2> '%s/r.log'",
+                     bin, rec, traj, dir, tokp, dir) == 2);
+    CHECK(sn_test_sh("grep -q 'needs build.summary_endpoint' '%s/r.log'", dir) == 0);
     CHECK(sn_test_sh("printf '{\"build\": {\"max_pairs\": 1, \"tokenizer\": \"%s\", \"inputs\": "
                      "[\"%s\"], \"out\": \"%s/r2\"}}' > '%s'", tokp, small, dir, rec) == 0);
     CHECK(sn_test_sh("'%s' build --recipe '%s' --progress none --set build.max_len=300 "
