@@ -10,7 +10,8 @@
 **     summaries) and the gold answer (for references), temperature 0 and a seed;
 **   - CLI: endpoints by name (simulate.endpoints) and inline; a re-run with the same cache dir
 **     makes zero requests and gives byte-identical shards and manifest; the manifest records
-**     the methods and the fallback count; resume with other settings is refused;
+**     the methods and the fallback count; killed mid-build and resumed it ends with the same
+**     bytes; resume with other settings is refused;
 **   - an endpoint that always fails: exit 1, naming the trajectory and round;
 **   - recipe errors: unknown keys and endpoint names (did you mean), the sim backend. */
 #include "data/sim/backend.h"
@@ -232,7 +233,8 @@ int main(void)
                      "\"reference\": \"model\", \"reference_endpoint\": {\"kind\": \"openai\", "
                      "\"base_url\": \"http://127.0.0.1:%d/v1\", \"model\": \"m\", \"cache_dir\": "
                      "\"%s\"}}}' > '%s'", srv.port, cache, srv.port, cache, rec) == 0);
-#define BUILD "'%s' build --recipe '%s' -i '%s' --tokenizer '%s' --progress none --max-len 256 "
+#define BUILD "'%s' build --recipe '%s' -i '%s' --tokenizer '%s' --progress none --max-len 256 " \
+              "--shard-size 4 "
     CHECK(sn_test_sh(BUILD "-o '%s/o1' > '%s/o1.log' 2>&1", bin, rec, trajp, tokp, dir, dir) == 0);
     CHECK(fake_stat(&srv, "hits") == 5);
     CHECK(sn_test_sh("grep -q 'reference_fallback 1' '%s/o1.log'", dir) == 0);
@@ -245,6 +247,14 @@ int main(void)
     CHECK(sn_test_sh(BUILD "-o '%s/o2' > /dev/null 2>&1", bin, rec, trajp, tokp, dir) == 0);
     CHECK(fake_stat(&srv, "hits") == 0); /* every request served by the cache */
     CHECK(sn_test_sh("diff -r '%s/o1' '%s/o2'", dir, dir) == 0);
+    /* killed mid-build (after 6 tuples: one shard of 4 complete), then resumed: the same bytes */
+    CHECK(sn_test_sh("SENTINEL_TEST_KILL_AFTER=6 " BUILD "-o '%s/o5' > /dev/null 2>&1", bin, rec,
+                     trajp, tokp, dir) != 0);
+    CHECK(sn_test_sh("test -e '%s/o5/manifest.json'", dir) == 0);
+    CHECK(sn_test_sh(BUILD "-o '%s/o5' > '%s/o5.log' 2>&1", bin, rec, trajp, tokp, dir, dir) == 0);
+    CHECK(sn_test_sh("grep -q '(resumed)' '%s/o5.log'", dir) == 0);
+    CHECK(sn_test_sh("diff -r '%s/o1' '%s/o5'", dir, dir) == 0);
+    CHECK(fake_stat(&srv, "hits") == 0);
     /* the same directory with the extractive history is refused (settings differ) */
     struct sn_build_params bp = sn_build_default_params();
     char out1[1200];
@@ -255,6 +265,7 @@ int main(void)
     bp.out_dir = out1;
     bp.tokenizer_path = tokp;
     bp.max_len = 256;
+    bp.shard_size = 4;
     struct sn_build_report rep;
     err = (struct sn_err){0};
     CHECK(sn_tuples_build(&bp, &rep, &err) == SN_E_ARG && strstr(err.msg, "'summary' was"));
