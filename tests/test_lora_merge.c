@@ -7,27 +7,13 @@
 **  - base weights are frozen (no gradient), adapters and head are not;
 **  - dropout acts in training mode only. */
 #include "tests/testutil.h"
+#include "tests/testutil_aten.h"
 #include "train/train.h"
 
 #include <stdint.h>
 
 /* t <- N(0, std²) drawn from g, in place under no-grad (randn + copy: the in-place random
 ** fills of aten are not used here). */
-static int randomize(struct sn_tensor *t, double std, struct sn_aten_gen *g)
-{
-    struct sn_err e = {0};
-    struct sn_tensor *r = NULL;
-    int64_t shape[8];
-    int nd = sn_tensor_shape(t, shape, 8);
-    int rc = sn_aten_randn(shape, nd, sn_tensor_dtype(t), SN_CPU, g, &r, &e);
-    if (!rc)
-        rc = sn_aten_mul_scalar_(r, std, &e);
-    if (!rc)
-        rc = sn_aten_copy_(t, r, &e);
-    sn_tensor_free(r);
-    return rc;
-}
-
 static void test_layer(void)
 {
     struct sn_err err = {0};
@@ -163,7 +149,7 @@ static void test_model(void)
     bool gm = sn_aten_no_grad_enter();
     for (size_t i = 0; i < np; i++)
         if (strstr(ps[i].name, "lora_B"))
-            CHECK(randomize(ps[i].t, 0.05, g) == SN_OK);
+            CHECK(sn_test_randomize(ps[i].t, 0.05, g) == SN_OK);
     sn_aten_no_grad_exit(gm);
     sn_aten_gen_free(g);
     CHECK(sn_model_forward_host(m, &b, r1, NULL, &err) == SN_OK);
@@ -235,7 +221,7 @@ static void test_model(void)
     gm = sn_aten_no_grad_enter();
     for (size_t i = 0; i < np; i++)
         if (strstr(ps[i].name, "lora_B"))
-            CHECK(randomize(ps[i].t, 0.2, g) == SN_OK);
+            CHECK(sn_test_randomize(ps[i].t, 0.2, g) == SN_OK);
     sn_aten_no_grad_exit(gm);
     sn_aten_gen_free(g);
     float e1[B], e2[B], t1[B];

@@ -4,27 +4,13 @@
 ** checkpointing must give the same gradients as the plain backward. */
 #include "loss/loss.h"
 #include "tests/testutil.h"
+#include "tests/testutil_aten.h"
 #include "train/train.h"
 
 #include <stdint.h>
 
 /* t <- N(0, std²) drawn from g, in place under no-grad (randn + copy: the in-place random
 ** fills of aten are not used here). */
-static int randomize(struct sn_tensor *t, double std, struct sn_aten_gen *g)
-{
-    struct sn_err e = {0};
-    struct sn_tensor *r = NULL;
-    int64_t shape[8];
-    int nd = sn_tensor_shape(t, shape, 8);
-    int rc = sn_aten_randn(shape, nd, sn_tensor_dtype(t), SN_CPU, g, &r, &e);
-    if (!rc)
-        rc = sn_aten_mul_scalar_(r, std, &e);
-    if (!rc)
-        rc = sn_aten_copy_(t, r, &e);
-    sn_tensor_free(r);
-    return rc;
-}
-
 enum { NT = 3, T = 6 }; /* tuples, tokens per sequence */
 
 static int32_t ids[3 * NT * T], mask[3 * NT * T];
@@ -114,7 +100,7 @@ int main(void)
     bool gm = sn_aten_no_grad_enter();
     for (size_t i = 0; i < np; i++)
         if (strstr(ps[i].name, "lora_B"))
-            CHECK(randomize(ps[i].t, 0.3, g) == SN_OK);
+            CHECK(sn_test_randomize(ps[i].t, 0.3, g) == SN_OK);
     sn_aten_no_grad_exit(gm);
     sn_aten_gen_free(g);
     /* sequences of different lengths, right padded */

@@ -1,0 +1,22 @@
+/* tests/testutil_aten.h: helpers for the tests of the libtorch-backed modules (lora/, loss/,
+** train/). Header-only: tests link only testutil.c, and only these tests have aten. */
+#ifndef SN_TESTUTIL_ATEN_H
+#define SN_TESTUTIL_ATEN_H
+#include "aten/aten.h"
+
+/* Overwrites t in place with N(0, std²) draws from g (any shape, t's dtype, CPU). */
+static inline int sn_test_randomize(struct sn_tensor *t, double std, struct sn_aten_gen *g)
+{
+    struct sn_err e = {0};
+    struct sn_tensor *r = NULL;
+    int64_t shape[8];
+    int nd = sn_tensor_shape(t, shape, 8);
+    int rc = sn_aten_randn(shape, nd, sn_tensor_dtype(t), SN_CPU, g, &r, &e);
+    if (!rc)
+        rc = sn_aten_mul_scalar_(r, std, &e);
+    if (!rc)
+        rc = sn_aten_copy_(t, r, &e);
+    sn_tensor_free(r);
+    return rc;
+}
+#endif
