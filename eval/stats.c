@@ -806,18 +806,6 @@ const char *sn_stats_item_header(void)
            "accuracy_honest_r0,accuracy_honest_last,panel_r0,panel_last,final,flip_c0,flip_cf";
 }
 
-static int csv_text(struct sn_buf *b, const char *v, struct sn_err *err)
-{
-    if (!strpbrk(v, ",\"\n\r"))
-        return sn_buf_puts(b, v, err);
-    if (sn_buf_puts(b, "\"", err))
-        return err->code;
-    for (const char *p = v; *p; p++)
-        if (sn_buf_append(b, p, 1, err) || (*p == '"' && sn_buf_append(b, "\"", 1, err)))
-            return err->code;
-    return sn_buf_puts(b, "\"", err);
-}
-
 static int csv_dbl(struct sn_buf *b, double v, struct sn_err *err)
 {
     return isfinite(v) ? sn_buf_printf(b, err, ",%.10g", v) : sn_buf_puts(b, ",", err);
@@ -836,10 +824,10 @@ int sn_stats_item_row(struct sn_stats *s, const struct sn_traj *t, struct sn_buf
     double p0 = T && d->pan[0] >= 0 ? d->pan[0] : NAN;
     double pl = T && d->pan[T - 1] >= 0 ? d->pan[T - 1] : NAN;
     int rc;
-    if ((rc = csv_text(out, t->id, err)) || (rc = sn_buf_puts(out, ",", err)) ||
-        (rc = csv_text(out, t->item_id, err)) || (rc = sn_buf_puts(out, ",", err)) ||
-        (rc = csv_text(out, t->dataset, err)) || (rc = sn_buf_puts(out, ",", err)) ||
-        (rc = csv_text(out, s->groups[s->last_gi].label, err)) ||
+    if ((rc = sn_stats_csv_field(out, t->id, err)) || (rc = sn_buf_puts(out, ",", err)) ||
+        (rc = sn_stats_csv_field(out, t->item_id, err)) || (rc = sn_buf_puts(out, ",", err)) ||
+        (rc = sn_stats_csv_field(out, t->dataset, err)) || (rc = sn_buf_puts(out, ",", err)) ||
+        (rc = sn_stats_csv_field(out, s->groups[s->last_gi].label, err)) ||
         (rc = sn_buf_printf(out, err, ",%lld,%zu,%s", (long long)t->replicate, T,
                             st[d->sdi_status])) ||
         (rc = csv_dbl(out, d->sdi, err)) || (rc = csv_dbl(out, d->fat, err)) ||

@@ -76,4 +76,8 @@ void sn_stats_internal_meta(const struct sn_stats *s, enum sn_majority *majority
                             const char **panel_field, const char *const **panel_names,
                             const char **panel_metric);
 
+/* Appends v as one CSV field (RFC 4180: quoted when it holds a comma, quote or newline, with
+** quotes doubled). Shared by the --csv and --items writers. */
+int sn_stats_csv_field(struct sn_buf *b, const char *v, struct sn_err *err);
+
 #endif

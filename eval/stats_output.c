@@ -91,7 +91,7 @@ int sn_stats_write_json(struct sn_stats *s, const char *path, struct sn_err *err
     return rc;
 }
 
-static int csv_field(struct sn_buf *b, const char *v, struct sn_err *err)
+int sn_stats_csv_field(struct sn_buf *b, const char *v, struct sn_err *err)
 {
     if (!strpbrk(v, ",\"\n\r"))
         return sn_buf_puts(b, v, err);
@@ -128,15 +128,15 @@ int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err)
     struct sn_buf b = {0};
     rc = sn_buf_puts(&b, "group", err);
     for (size_t j = 0; !rc && j < n_by; j++)
-        rc = sn_buf_puts(&b, ",", err) || csv_field(&b, sn_stats_internal_by(s, j), err);
+        rc = sn_buf_puts(&b, ",", err) || sn_stats_csv_field(&b, sn_stats_internal_by(s, j), err);
     if (!rc)
         rc = sn_buf_puts(&b, ",metric,kind,value,n,k,lo,hi,rep_n,rep_mean,rep_sd,majority,"
                              "adversary_effective\n", err);
     for (size_t i = 0; !rc && i < n_rows; i++) {
         const struct sn_stat_row *r = &rows[i];
-        rc = csv_field(&b, r->group, err);
+        rc = sn_stats_csv_field(&b, r->group, err);
         for (size_t j = 0; !rc && j < n_by; j++)
-            rc = sn_buf_puts(&b, ",", err) || csv_field(&b, r->group_values[j], err);
+            rc = sn_buf_puts(&b, ",", err) || sn_stats_csv_field(&b, r->group_values[j], err);
         if (rc || (rc = sn_buf_printf(&b, err, ",%s,%s", r->metric, sn_stat_kind_name(r->kind))) ||
             (rc = csv_num(&b, r->value, err)) ||
             (rc = sn_buf_printf(&b, err, ",%llu", (unsigned long long)r->n)) ||
