@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     const char *cfg_name = "tiny";
     int64_t T = 512, B = 8;
     int rank = 16, iters = 5, warmup = 1, threads = 0;
-    bool ckpt = false;
+    bool ckpt = false, default_malloc = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--config") && v)
@@ -50,6 +50,8 @@ int main(int argc, char **argv)
             threads = atoi(argv[++i]);
         else if (!strcmp(a, "--checkpoint"))
             ckpt = true;
+        else if (!strcmp(a, "--default-malloc"))
+            default_malloc = true; /* glibc's defaults, to measure what the tuning buys */
         else {
             fprintf(stderr, "bench_forward_backward: unknown argument '%s'\n", a);
             return 2;
@@ -67,6 +69,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_forward_backward: --config tiny|100m\n");
         return 2;
     }
+    /* as sentinel-torch does at start (common.h: sn_tune_host_allocator) */
+    bool tuned = !default_malloc && sn_tune_host_allocator((size_t)1 << 30);
+    printf("host_allocator=%s\n", tuned ? "tuned" : "default");
     if (threads > 0)
         sn_aten_set_num_threads(threads);
     struct sn_err err = {0};

@@ -64,6 +64,11 @@ int main(int argc, char **argv)
         else if (!strcmp(lvl, "warn")) sn_log_set_level(SN_LOG_WARN);
         else if (!strcmp(lvl, "debug")) sn_log_set_level(SN_LOG_DEBUG);
     }
+#if defined(SENTINEL_WITH_TORCH) && !defined(SN_CLI_TORCH_HELPER)
+    /* sentinel-torch: training-sized activations are allocated and freed every step; keep the
+    ** freed blocks instead of re-faulting fresh pages (common.h, sn_tune_host_allocator). */
+    sn_tune_host_allocator((size_t)1 << 30);
+#endif
     if (argc < 2) {
         usage(stderr);
         return SN_EXIT_USAGE;

@@ -74,6 +74,15 @@ void  sn_alloc_fail_after(uint64_t n);
 /* a * b without overflow: returns false (and leaves *out alone) when it would wrap. */
 bool sn_mul_ok(size_t a, size_t b, size_t *out);
 
+/* Keeps large freed blocks in the process instead of returning them to the kernel (glibc:
+** mmap threshold, trim threshold and top pad raised to `bytes`, at most 1 GiB). Training
+** allocates and frees hundreds of MB of activations per step; with glibc's defaults each such
+** block is a fresh mmap that the kernel must zero-fill page by page, which measured at 40% of a
+** reward-model step on the CPU (bench/forward_backward.sh). Process-wide by nature: call it
+** once at program start, from a program, never from library code. Returns false when the C
+** library has no such controls (non-glibc) or refused a value. */
+bool sn_tune_host_allocator(size_t bytes);
+
 /* A growing byte buffer with a ceiling (STYLE.md §5). Always NUL-terminated after a successful
 ** append, so text can be used as a C string. max 0 = 1 GiB. */
 struct sn_buf {

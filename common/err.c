@@ -1,9 +1,13 @@
 /* common/err.c: error records, logging, allocation (with injectable failure), byte buffers. */
 #include "common/common.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static const char *const status_names[] = {
     "ok", "bad argument", "i/o error", "format error", "out of memory",
@@ -128,6 +132,23 @@ bool sn_mul_ok(size_t a, size_t b, size_t *out)
         return false;
     *out = a * b;
     return true;
+}
+
+bool sn_tune_host_allocator(size_t bytes)
+{
+#ifdef __GLIBC__
+    if (bytes > ((size_t)1 << 30))
+        bytes = (size_t)1 << 30;
+    int v = (int)bytes;
+    /* Order matters: a fixed mmap threshold also turns off glibc's dynamic one. */
+    int ok = mallopt(M_MMAP_THRESHOLD, v);
+    ok &= mallopt(M_TRIM_THRESHOLD, v);
+    ok &= mallopt(M_TOP_PAD, v < (64 << 20) ? v : (64 << 20));
+    return ok == 1;
+#else
+    (void)bytes;
+    return false;
+#endif
 }
 
 /* ---- buffers ---- */
