@@ -489,34 +489,38 @@ extern "C" int sn_aten_arange(double start, double end, double step, enum sn_dty
     return run("arange", out, err, [&] { return at::arange(start, end, step, opts(dt, dev)); });
 }
 
-extern "C" int sn_aten_rand(const int64_t *shape, int ndim, enum sn_dtype dt,
-                            struct sn_device dev, struct sn_aten_gen *gen,
-                            struct sn_tensor **out, struct sn_err *err)
+// Draws in the generator's own dtype (draw_type), then converts, so a seed gives the same
+// numbers whatever dtype and device are asked for. fill(r, g) does the draw; the op locks the
+// generator itself.
+template <typename Fill>
+static int draw(const char *name, const int64_t *shape, int ndim, enum sn_dtype dt,
+                struct sn_device dev, struct sn_aten_gen *gen, struct sn_tensor **out,
+                struct sn_err *err, Fill fill)
 {
-    return run("rand", out, err, [&] {
+    return run(name, out, err, [&] {
         at::TensorOptions o = opts(dt, dev);
         at::Generator &g = gen_of(gen);
         at::Tensor r = at::empty(shape_ref(shape, ndim), at::TensorOptions().dtype(
                                                              draw_type(o.dtype().toScalarType())));
-        // (the op locks the generator itself)
-        r.uniform_(0.0, 1.0, g);
+        fill(r, g);
         return r.to(o);
     });
+}
+
+extern "C" int sn_aten_rand(const int64_t *shape, int ndim, enum sn_dtype dt,
+                            struct sn_device dev, struct sn_aten_gen *gen,
+                            struct sn_tensor **out, struct sn_err *err)
+{
+    return draw("rand", shape, ndim, dt, dev, gen, out, err,
+                [](at::Tensor &r, at::Generator &g) { r.uniform_(0.0, 1.0, g); });
 }
 
 extern "C" int sn_aten_randn(const int64_t *shape, int ndim, enum sn_dtype dt,
                              struct sn_device dev, struct sn_aten_gen *gen,
                              struct sn_tensor **out, struct sn_err *err)
 {
-    return run("randn", out, err, [&] {
-        at::TensorOptions o = opts(dt, dev);
-        at::Generator &g = gen_of(gen);
-        at::Tensor r = at::empty(shape_ref(shape, ndim), at::TensorOptions().dtype(
-                                                             draw_type(o.dtype().toScalarType())));
-        // (the op locks the generator itself)
-        r.normal_(0.0, 1.0, g);
-        return r.to(o);
-    });
+    return draw("randn", shape, ndim, dt, dev, gen, out, err,
+                [](at::Tensor &r, at::Generator &g) { r.normal_(0.0, 1.0, g); });
 }
 
 extern "C" int sn_aten_uniform(const int64_t *shape, int ndim, double lo, double hi,

@@ -381,15 +381,8 @@ int sn_cmd_build(int argc, char **argv)
         if (!n_inputs)
             status = sn_cli_usage_error("build", "no input: give -i TRAJ (or build.inputs)");
     }
-    if (status) {
-        sn_llm_backend_close(llm.summary);
-        sn_llm_backend_close(llm.reference);
-        cJSON_Delete(recipe);
-        free(inputs);
-        free(sets);
-        free(in_list);
-        return status;
-    }
+    if (status)
+        goto done; /* the one cleanup path */
     if (has_max_len)
         p.max_len = max_len;
     if (has_shard)
@@ -401,13 +394,8 @@ int sn_cmd_build(int argc, char **argv)
     if (skip_bad)
         p.skip_bad = true;
     if (!p.shard_size) {
-        sn_llm_backend_close(llm.summary);
-        sn_llm_backend_close(llm.reference);
-        cJSON_Delete(recipe);
-        free(inputs);
-        free(sets);
-        free(in_list);
-        return sn_cli_usage_error("build", "--shard-size must be at least 1");
+        status = sn_cli_usage_error("build", "--shard-size must be at least 1");
+        goto done;
     }
     p.inputs = in_list ? in_list : inputs;
     p.n_inputs = n_inputs;
@@ -465,6 +453,7 @@ int sn_cmd_build(int argc, char **argv)
                    rep.counts[SN_TC_REFERENCE_FALLBACK]);
         printf("\n");
     }
+done:
     sn_llm_backend_close(llm.summary);
     sn_llm_backend_close(llm.reference);
     cJSON_Delete(recipe);
