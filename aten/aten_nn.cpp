@@ -3,6 +3,8 @@
 // composed of plain differentiable ATen ops, so libtorch's autograd derives the backward
 // passes (libtorch 1.13 has no fused scaled_dot_product_attention).
 #include "aten/aten_internal.hpp"
+#include "aten/aten_attention.hpp"
+#include "aten/aten_fused.hpp"
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -45,6 +47,9 @@ extern "C" int sn_aten_rms_norm(const struct sn_tensor *x, const struct sn_tenso
             throw ArgError("x (..., D) and w (D) disagree: x has " + std::to_string(xt.dim()) +
                            " dims, last " + std::to_string(xt.dim() ? xt.size(-1) : 0) +
                            ", w has " + std::to_string(wt.dim()) + " dims");
+        at::Tensor f = fused::rms_norm(xt, wt, eps);
+        if (f.defined())
+            return f;
         at::ScalarType in = xt.scalar_type();
         at::Tensor h = in == at::kDouble ? xt : xt.to(at::kFloat);
         at::Tensor var = h.pow(2).mean(-1, /*keepdim=*/true);
@@ -116,7 +121,25 @@ extern "C" int sn_aten_apply_rotary(const struct sn_tensor *x, const struct sn_t
             c = c.unsqueeze(1);
             s = s.unsqueeze(1);
         }
+        at::Tensor f = fused::apply_rotary(xt, ten(cos), ten(sin));
+        if (f.defined())
+            return f;
         return xt * c + rotate_half(xt) * s;
+    });
+}
+
+extern "C" int sn_aten_swiglu(const struct sn_tensor *g, const struct sn_tensor *u,
+                              struct sn_tensor **out, struct sn_err *err)
+{
+    return run("swiglu", out, err, [&] {
+        const at::Tensor &gt = ten(g), &ut = ten(u);
+        if (!gt.sizes().equals(ut.sizes()))
+            throw ArgError("g " + std::string(c10::str(gt.sizes())) + " and u " +
+                           c10::str(ut.sizes()) + " differ in shape");
+        at::Tensor f = fused::swiglu(gt, ut);
+        if (f.defined())
+            return f;
+        return at::silu(gt) * ut;
     });
 }
 
@@ -195,6 +218,18 @@ extern "C" int sn_aten_attention(const struct sn_tensor *q, const struct sn_tens
                            " not a multiple of kv heads " + std::to_string(Hkv));
         if (scale == 0.0)
             scale = 1.0 / std::sqrt((double)D);
+        const at::Tensor *keep = nullptr;
+        if (key_keep) {
+            keep = &key_keep->t;
+            if (keep->dim() != 2 || keep->size(0) != B || keep->size(1) != Tk)
+                throw ArgError("key_keep must be (B,Tk) = (" + std::to_string(B) + "," +
+                               std::to_string(Tk) + "), got " + c10::str(keep->sizes()));
+        }
+        if (dropout_p == 0.0) {
+            at::Tensor f = fused_attention(Q, K, V, keep, causal, scale);
+            if (f.defined())
+                return f;
+        }
         at::Tensor Kr = repeat_kv(K, Hq / Hkv), Vr = repeat_kv(V, Hq / Hkv);
         at::Tensor scores = at::matmul(Q, Kr.transpose(-2, -1)) * scale; // (B,Hq,Tq,Tk)
         at::Tensor allowed;                                               // bool, broadcast

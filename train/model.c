@@ -385,7 +385,7 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
     out[0] = NULL;
     const struct sn_tensor *h = in[0];
     struct sn_tensor *a, *q, *k, *v, *q4, *k4, *v4, *qt, *kt, *vt, *qr, *kr, *att, *att_t, *att2,
-        *o, *h1, *mn, *g, *u, *gs, *gu, *d, *h2;
+        *o, *h1, *mn, *g, *u, *gu, *d, *h2;
     int64_t sq[4] = {B, T, Hq, Dh}, skv[4] = {B, T, Hkv, Dh}, s3[3] = {B, T, Hq * Dh};
 
     STEPC(SN_PROF_NORM, sn_aten_rms_norm(h, L->ln1, c->rms_norm_eps, &a, err), a);
@@ -415,8 +415,7 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
                                 tr, m->gen, &g, err), g);
     STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_UP_PROJ], mn, L->w[SN_LORA_UP_PROJ], NULL, tr,
                                 m->gen, &u, err), u);
-    STEPC(SN_PROF_OTHER, sn_aten_silu(g, &gs, err), gs);
-    STEPC(SN_PROF_OTHER, sn_aten_mul(gs, u, &gu, err), gu);
+    STEPC(SN_PROF_OTHER, sn_aten_swiglu(g, u, &gu, err), gu);
     STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_DOWN_PROJ], gu, L->w[SN_LORA_DOWN_PROJ], NULL,
                                 tr, m->gen, &d, err), d);
     double t0 = m->prof ? sn_now() : 0.0;

@@ -1,0 +1,16 @@
+// aten/aten_attention.hpp: the fused CPU attention kernel behind sn_aten_attention (C++ only).
+#ifndef SN_ATEN_ATTENTION_HPP
+#define SN_ATEN_ATTENTION_HPP
+
+#include <ATen/ATen.h>
+
+namespace sn_aten {
+
+// softmax(Q Kᵀ · scale + mask) V with the semantics of sn_aten_attention (aten/aten.h), in one
+// blocked pass that never stores the (B,H,Tq,Tk) scores. Returns an UNDEFINED tensor when the
+// kernel does not apply (not the CPU, not f32/f64), and the caller runs the composed ops.
+at::Tensor fused_attention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                           const at::Tensor *key_keep, bool causal, double scale);
+
+} // namespace sn_aten
+#endif
