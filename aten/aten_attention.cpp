@@ -1,8 +1,538 @@
+// aten/aten_attention.cpp: fused causal/padded grouped-query attention on the CPU, forward and
+// backward, behind sn_aten_attention (aten/aten.h defines the semantics; aten_attention.hpp).
+//
+// Why: the composed ATen version materialises (B,H,Tq,Tk) scores, the mask, the
+// probabilities and repeated K/V heads, each one a full pass over ~100 MB per layer at
+// seq 512, and keeps the probabilities alive for backward. This kernel follows the
+// FlashAttention recipe (Dao et al. 2022, Alg. 1 forward / Alg. 2 backward, without the
+// key-block loop since a (64 x Tk) score tile fits in L2 at the lengths we train on):
+//   forward, per (batch, query head, block of Mb query rows):
+//     S = scale · Q_blk Kᵀ[:, :kend]      (only keys some row of the block may see: causal)
+//     x = S + bias (−inf for padding keys and keys after the causal limit)
+//     P = exp(x − rowmax), l = Σ P,  O_blk = P V / l,  lse = rowmax + log l   (saved)
+//   backward, per (batch, kv head) so dK and dV accumulate without races:
+//     P = exp(x − lse) recomputed, Di = rowsum(dO ∘ O)
+//     dV += Pᵀ dO,  dP = dO Vᵀ,  dS = scale · P ∘ (dP − Di),  dQ = dS K,  dK += dSᵀ Q
+// Rows with no key allowed (left-padding positions under the causal mask) follow the composed
+// version exactly: the masked scores are all equal there, so the output is the uniform mean of
+// V over all Tk keys, with no gradient to Q or K.
+// GQA: query head h reads kv head h / (Hq / Hkv) in place (no repeat_kv copies). Causal blocks
+// above the diagonal are skipped, which halves the matmul work of the composed version.
+// Products run on one small matmul kernel C (+)= A·B (row-major, strided rows): AVX2+FMA
+// intrinsics for f32 when the CPU has them (chosen at run time), plain loops otherwise and for
+// f64 (the dtype of the finite-difference gradient checks).
 #include "aten/aten_attention.hpp"
+#include "aten/aten_internal.hpp"
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SN_ATTN_X86 1
+#include <immintrin.h>
+#define SN_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define SN_ATTN_X86 0
+#endif
+
 namespace sn_aten {
-at::Tensor fused_attention(const at::Tensor &, const at::Tensor &, const at::Tensor &,
-                           const at::Tensor *, bool, double)
+namespace {
+
+constexpr int64_t kBlockRows = 64; // query rows per tile: (64 x Tk) scores stay in L2
+
+// ---- the matmul and row-softmax kernels ---------------------------------------------------
+
+// C[m x n] = (acc ? C : 0) + A[m x k] · B[k x n]; rows strided by lda/ldb/ldc, unit columns.
+template <typename T>
+void gemm_generic(int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, const T *B,
+                  int64_t ldb, T *C, int64_t ldc, bool acc)
 {
-    return at::Tensor();
+    for (int64_t i = 0; i < m; i++) {
+        T *c = C + i * ldc;
+        if (!acc)
+            for (int64_t j = 0; j < n; j++)
+                c[j] = 0;
+        const T *a = A + i * lda;
+        for (int64_t p = 0; p < k; p++) {
+            const T ap = a[p];
+            const T *b = B + p * ldb;
+            for (int64_t j = 0; j < n; j++)
+                c[j] += ap * b[j];
+        }
+    }
 }
+
+// x[j] = exp(x[j] − mx) for j < n (x may hold −inf: gives 0); returns Σ x[j].
+template <typename T>
+T exp_sum_generic(T *x, int64_t n, T mx)
+{
+    T s = 0;
+    for (int64_t j = 0; j < n; j++) {
+        x[j] = std::exp(x[j] - mx);
+        s += x[j];
+    }
+    return s;
+}
+
+#if SN_ATTN_X86
+// A 6 x 16 register tile (12 accumulators), the Haswell-class shape: per k step two loads of
+// B, six broadcasts of A, twelve FMAs. MR < 6 serves the last rows.
+template <int MR>
+SN_AVX2 inline void tile_avx2(int64_t k, const float *A, int64_t lda, const float *B,
+                              int64_t ldb, float *C, int64_t ldc, bool acc)
+{
+    __m256 c0[MR], c1[MR];
+    for (int r = 0; r < MR; r++) {
+        c0[r] = acc ? _mm256_loadu_ps(C + r * ldc) : _mm256_setzero_ps();
+        c1[r] = acc ? _mm256_loadu_ps(C + r * ldc + 8) : _mm256_setzero_ps();
+    }
+    for (int64_t p = 0; p < k; p++) {
+        __m256 b0 = _mm256_loadu_ps(B + p * ldb), b1 = _mm256_loadu_ps(B + p * ldb + 8);
+        for (int r = 0; r < MR; r++) {
+            __m256 a = _mm256_broadcast_ss(A + r * lda + p);
+            c0[r] = _mm256_fmadd_ps(a, b0, c0[r]);
+            c1[r] = _mm256_fmadd_ps(a, b1, c1[r]);
+        }
+    }
+    for (int r = 0; r < MR; r++) {
+        _mm256_storeu_ps(C + r * ldc, c0[r]);
+        _mm256_storeu_ps(C + r * ldc + 8, c1[r]);
+    }
+}
+
+SN_AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
+                       const float *B, int64_t ldb, float *C, int64_t ldc, bool acc)
+{
+    int64_t n16 = n - n % 16;
+    for (int64_t j = 0; j < n16; j += 16) {
+        int64_t i = 0;
+        for (; i + 6 <= m; i += 6)
+            tile_avx2<6>(k, A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, acc);
+        const float *a = A + i * lda;
+        float *c = C + i * ldc + j;
+        switch (m - i) {
+        case 5: tile_avx2<5>(k, a, lda, B + j, ldb, c, ldc, acc); break;
+        case 4: tile_avx2<4>(k, a, lda, B + j, ldb, c, ldc, acc); break;
+        case 3: tile_avx2<3>(k, a, lda, B + j, ldb, c, ldc, acc); break;
+        case 2: tile_avx2<2>(k, a, lda, B + j, ldb, c, ldc, acc); break;
+        case 1: tile_avx2<1>(k, a, lda, B + j, ldb, c, ldc, acc); break;
+        default: break;
+        }
+    }
+    if (n16 < n) // the last n % 16 columns
+        gemm_generic<float>(m, n - n16, k, A, lda, B + n16, ldb, C + n16, ldc, acc);
+}
+
+// exp on 8 lanes: Cephes' expf (range reduction by ln 2 in two parts, degree-5 polynomial,
+// relative error < 2e-7 on [−87, 88]); inputs below −87.3 (−inf included) give exactly 0.
+SN_AVX2 inline __m256 exp256(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(-87.3f), hi = _mm256_set1_ps(88.3f);
+    __m256 zero_lanes = _mm256_cmp_ps(x, lo, _CMP_LT_OQ); // also true for −inf
+    x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(zero_lanes, _mm256_mul_ps(y, _mm256_castsi256_ps(e)));
+}
+
+SN_AVX2 float exp_sum_avx2(float *x, int64_t n, float mx)
+{
+    __m256 m = _mm256_set1_ps(mx), acc = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), m));
+        _mm256_storeu_ps(x + j, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc);
+    float s = 0;
+    for (int l = 0; l < 8; l++)
+        s += lanes[l];
+    if (j < n) { // tail through the same polynomial, so every element sees one exp
+        alignas(32) float t[8];
+        for (int l = 0; l < 8; l++)
+            t[l] = j + l < n ? x[j + l] - mx : -std::numeric_limits<float>::infinity();
+        _mm256_store_ps(t, exp256(_mm256_load_ps(t)));
+        for (int64_t l = 0; j + l < n; l++) {
+            x[j + l] = t[l];
+            s += t[l];
+        }
+    }
+    return s;
+}
+
+bool cpu_has_avx2_fma()
+{
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return yes;
+}
+#endif
+
+// The two kernels a dtype runs on.
+template <typename T>
+struct Kernels {
+    void (*gemm)(int64_t, int64_t, int64_t, const T *, int64_t, const T *, int64_t, T *,
+                 int64_t, bool) = gemm_generic<T>;
+    T (*exp_sum)(T *, int64_t, T) = exp_sum_generic<T>;
+};
+
+template <typename T>
+Kernels<T> kernels_for()
+{
+    return Kernels<T>{};
+}
+
+template <>
+Kernels<float> kernels_for<float>()
+{
+    Kernels<float> k;
+#if SN_ATTN_X86
+    if (cpu_has_avx2_fma()) {
+        k.gemm = gemm_avx2;
+        k.exp_sum = exp_sum_avx2;
+    }
+#endif
+    return k;
+}
+
+// ---- shapes and strided views --------------------------------------------------------------
+
+// A (B,H,T,D) tensor with unit stride on D, read through its strides.
+template <typename T>
+struct View4 {
+    T *p;
+    int64_t sb, sh, st;
+    explicit View4(const at::Tensor &t)
+        : p(t.data_ptr<T>()), sb(t.stride(0)), sh(t.stride(1)), st(t.stride(2))
+    {
+    }
+    T *row(int64_t b, int64_t h, int64_t i) const { return p + b * sb + h * sh + i * st; }
+};
+
+struct Dims {
+    int64_t B, Hq, Hkv, Tq, Tk, D, n_rep, off; // off = Tk − Tq: the causal diagonal's shift
+    bool causal;
+    double scale;
+    // One past the last key query row i may see under the causal mask (may be <= 0).
+    int64_t key_end(int64_t i) const { return causal ? std::min(Tk, i + off + 1) : Tk; }
+};
+
+// bias[b*Tk + j] = 0 for a real key, −inf for padding (all 0 without a mask).
+template <typename T>
+std::vector<T> key_bias(const at::Tensor &keep_u8, const Dims &d)
+{
+    std::vector<T> bias((size_t)(d.B * d.Tk), T(0));
+    if (keep_u8.numel()) {
+        const uint8_t *k = keep_u8.data_ptr<uint8_t>();
+        for (int64_t i = 0; i < d.B * d.Tk; i++)
+            if (!k[i])
+                bias[(size_t)i] = -std::numeric_limits<T>::infinity();
+    }
+    return bias;
+}
+
+// dst[c x r] = srcᵀ for src[r x c] with row stride ld (dst dense).
+template <typename T>
+void transpose(const T *src, int64_t r, int64_t c, int64_t ld, T *dst)
+{
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++)
+            dst[j * r + i] = src[i * ld + j];
+}
+
+// Masked, scaled scores of one row, in place: x[j] = scale·x[j] + bias[j] for j < jend,
+// −inf for jend <= j < n. Returns the row max (−inf when no key is allowed).
+template <typename T>
+T mask_row(T *x, int64_t n, int64_t jend, const T *bias, T scale)
+{
+    const T ninf = -std::numeric_limits<T>::infinity();
+    T mx = ninf;
+    for (int64_t j = 0; j < jend; j++) {
+        x[j] = x[j] * scale + bias[j];
+        mx = std::max(mx, x[j]);
+    }
+    for (int64_t j = std::max<int64_t>(jend, 0); j < n; j++)
+        x[j] = ninf;
+    return mx;
+}
+
+// ---- forward -------------------------------------------------------------------------------
+
+template <typename T>
+void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
+                    const at::Tensor &v, const at::Tensor &keep_u8, at::Tensor &out,
+                    at::Tensor &lse)
+{
+    const Kernels<T> K = kernels_for<T>();
+    const View4<T> Q(q), Kv(k), V(v), O(out);
+    T *L = lse.data_ptr<T>(); // (B, Hq, Tq) dense
+    const std::vector<T> bias = key_bias<T>(keep_u8, d);
+    const T scale = (T)d.scale;
+    const int64_t D = d.D, Tk = d.Tk;
+    at::parallel_for(0, d.B * d.Hq, 1, [&](int64_t t0, int64_t t1) {
+        std::vector<T> kt((size_t)(D * Tk)), s((size_t)(kBlockRows * Tk)), vmean((size_t)D);
+        for (int64_t task = t0; task < t1; task++) {
+            int64_t b = task / d.Hq, h = task % d.Hq, g = h / d.n_rep;
+            // Kᵀ of this kv head (D x Tk), so the score product is a plain row-major one
+            for (int64_t j = 0; j < Tk; j++) {
+                const T *kr = Kv.row(b, g, j);
+                for (int64_t c = 0; c < D; c++)
+                    kt[(size_t)(c * Tk + j)] = kr[c];
+            }
+            bool have_mean = false;
+            for (int64_t i0 = 0; i0 < d.Tq; i0 += kBlockRows) {
+                int64_t mb = std::min(kBlockRows, d.Tq - i0);
+                int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
+                if (kend > 0)
+                    K.gemm(mb, kend, D, Q.row(b, h, i0), Q.st, kt.data(), Tk, s.data(), kend,
+                           false);
+                T *lrow = L + (b * d.Hq + h) * d.Tq;
+                for (int64_t r = 0; r < mb; r++) {
+                    int64_t i = i0 + r;
+                    T *x = s.data() + r * kend;
+                    T mx = mask_row<T>(x, kend, d.key_end(i), bias.data() + b * Tk, scale);
+                    if (mx == -std::numeric_limits<T>::infinity()) {
+                        lrow[i] = mx; // no key allowed: uniform row, filled below
+                        for (int64_t j = 0; j < kend; j++)
+                            x[j] = 0;
+                        continue;
+                    }
+                    T l = K.exp_sum(x, kend, mx);
+                    lrow[i] = mx + std::log(l);
+                    T inv = T(1) / l;
+                    for (int64_t j = 0; j < kend; j++)
+                        x[j] *= inv;
+                }
+                T *o = O.row(b, h, i0);
+                if (kend > 0)
+                    K.gemm(mb, D, kend, s.data(), kend, V.row(b, g, 0), V.st, o, O.st, false);
+                for (int64_t r = 0; r < mb; r++) {
+                    if (lrow[i0 + r] != -std::numeric_limits<T>::infinity())
+                        continue;
+                    if (!have_mean) { // mean of V over all Tk keys (the composed semantics)
+                        std::fill(vmean.begin(), vmean.end(), T(0));
+                        for (int64_t j = 0; j < Tk; j++) {
+                            const T *vr = V.row(b, g, j);
+                            for (int64_t c = 0; c < D; c++)
+                                vmean[(size_t)c] += vr[c];
+                        }
+                        for (int64_t c = 0; c < D; c++)
+                            vmean[(size_t)c] /= (T)Tk;
+                        have_mean = true;
+                    }
+                    std::copy(vmean.begin(), vmean.end(), o + r * O.st);
+                }
+            }
+        }
+    });
+}
+
+// ---- backward ------------------------------------------------------------------------------
+
+template <typename T>
+void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
+                     const at::Tensor &v, const at::Tensor &keep_u8, const at::Tensor &out,
+                     const at::Tensor &lse, const at::Tensor &dout, at::Tensor &dq,
+                     at::Tensor &dk, at::Tensor &dv)
+{
+    const Kernels<T> K = kernels_for<T>();
+    const View4<T> Q(q), Kv(k), V(v), O(out), dO(dout), dQ(dq), dK(dk), dV(dv);
+    const T *L = lse.data_ptr<T>();
+    const std::vector<T> bias = key_bias<T>(keep_u8, d);
+    const T scale = (T)d.scale, ninf = -std::numeric_limits<T>::infinity();
+    const int64_t D = d.D, Tk = d.Tk, Mb = kBlockRows;
+    at::parallel_for(0, d.B * d.Hkv, 1, [&](int64_t t0, int64_t t1) {
+        std::vector<T> kt((size_t)(D * Tk)), vt((size_t)(D * Tk)), p((size_t)(Mb * Tk)),
+            dp((size_t)(Mb * Tk)), tr((size_t)(Tk * Mb)), dka((size_t)(Tk * D)),
+            dva((size_t)(Tk * D)), di((size_t)Mb);
+        for (int64_t task = t0; task < t1; task++) {
+            int64_t b = task / d.Hkv, g = task % d.Hkv;
+            for (int64_t j = 0; j < Tk; j++) {
+                const T *kr = Kv.row(b, g, j), *vr = V.row(b, g, j);
+                for (int64_t c = 0; c < D; c++) {
+                    kt[(size_t)(c * Tk + j)] = kr[c];
+                    vt[(size_t)(c * Tk + j)] = vr[c];
+                }
+            }
+            std::fill(dka.begin(), dka.end(), T(0));
+            std::fill(dva.begin(), dva.end(), T(0));
+            for (int64_t h = g * d.n_rep; h < (g + 1) * d.n_rep; h++) {
+                const T *lrow = L + (b * d.Hq + h) * d.Tq;
+                for (int64_t i0 = 0; i0 < d.Tq; i0 += Mb) {
+                    int64_t mb = std::min(Mb, d.Tq - i0);
+                    int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
+                    const T *qb = Q.row(b, h, i0), *dob = dO.row(b, h, i0);
+                    T *dqb = dQ.row(b, h, i0);
+                    for (int64_t r = 0; r < mb; r++) {
+                        int64_t i = i0 + r;
+                        if (lrow[i] == ninf) { // uniform row: dV[j] += dO_i / Tk, no dQ/dK
+                            const T *g_o = dob + r * dO.st;
+                            for (int64_t j = 0; j < Tk; j++)
+                                for (int64_t c = 0; c < D; c++)
+                                    dva[(size_t)(j * D + c)] += g_o[c] / (T)Tk;
+                        }
+                    }
+                    if (kend == 0) {
+                        for (int64_t r = 0; r < mb; r++)
+                            std::fill(dqb + r * dQ.st, dqb + r * dQ.st + D, T(0));
+                        continue;
+                    }
+                    // P = exp(x − lse), recomputed from the scores
+                    K.gemm(mb, kend, D, qb, Q.st, kt.data(), Tk, p.data(), kend, false);
+                    for (int64_t r = 0; r < mb; r++) {
+                        int64_t i = i0 + r;
+                        T *x = p.data() + r * kend;
+                        mask_row<T>(x, kend, d.key_end(i), bias.data() + b * Tk, scale);
+                        if (lrow[i] == ninf)
+                            std::fill(x, x + kend, T(0));
+                        else
+                            K.exp_sum(x, kend, lrow[i]);
+                        // Di = dO_i · O_i
+                        const T *g_o = dob + r * dO.st, *o = O.row(b, h, i);
+                        T acc = 0;
+                        for (int64_t c = 0; c < D; c++)
+                            acc += g_o[c] * o[c];
+                        di[(size_t)r] = acc;
+                    }
+                    // dV[:kend] += Pᵀ dO
+                    transpose(p.data(), mb, kend, kend, tr.data());
+                    K.gemm(kend, D, mb, tr.data(), mb, dob, dO.st, dva.data(), D, true);
+                    // dP = dO Vᵀ;  dS = scale · P ∘ (dP − Di)
+                    K.gemm(mb, kend, D, dob, dO.st, vt.data(), Tk, dp.data(), kend, false);
+                    for (int64_t r = 0; r < mb; r++) {
+                        T *ds = dp.data() + r * kend;
+                        const T *pr = p.data() + r * kend;
+                        const T dr = di[(size_t)r];
+                        for (int64_t j = 0; j < kend; j++)
+                            ds[j] = scale * pr[j] * (ds[j] - dr);
+                    }
+                    // dQ = dS K;  dK[:kend] += dSᵀ Q
+                    K.gemm(mb, D, kend, dp.data(), kend, Kv.row(b, g, 0), Kv.st, dqb, dQ.st,
+                           false);
+                    transpose(dp.data(), mb, kend, kend, tr.data());
+                    K.gemm(kend, D, mb, tr.data(), mb, qb, Q.st, dka.data(), D, true);
+                }
+            }
+            for (int64_t j = 0; j < Tk; j++) {
+                std::copy(dka.begin() + j * D, dka.begin() + (j + 1) * D, dK.row(b, g, j));
+                std::copy(dva.begin() + j * D, dva.begin() + (j + 1) * D, dV.row(b, g, j));
+            }
+        }
+    });
+}
+
+// ---- autograd ------------------------------------------------------------------------------
+
+// (B,H,T,D) output with the memory layout (B,T,H,D), so transpose(1,2) of it is contiguous
+// and the caller's reshape to (B,T,H·D) for o_proj is a view.
+at::Tensor empty_bthd(int64_t B, int64_t H, int64_t T, int64_t D, const at::TensorOptions &o)
+{
+    return at::empty({B, T, H, D}, o).transpose(1, 2);
+}
+
+// A unit-stride last dim is all the kernel needs; anything else is copied once.
+at::Tensor unit_last(const at::Tensor &t)
+{
+    return t.stride(3) == 1 ? t : t.contiguous();
+}
+
+Dims dims_of(const at::Tensor &q, const at::Tensor &k, bool causal, double scale)
+{
+    Dims d;
+    d.B = q.size(0), d.Hq = q.size(1), d.Tq = q.size(2), d.D = q.size(3);
+    d.Hkv = k.size(1), d.Tk = k.size(2);
+    d.n_rep = d.Hq / d.Hkv, d.off = d.Tk - d.Tq, d.causal = causal, d.scale = scale;
+    return d;
+}
+
+void run_forward(const Dims &d, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                 const at::Tensor &keep_u8, at::Tensor &out, at::Tensor &lse)
+{
+    out = empty_bthd(d.B, d.Hq, d.Tq, d.D, q.options());
+    lse = at::empty({d.B, d.Hq, d.Tq}, q.options());
+    if (q.scalar_type() == at::kFloat)
+        forward_kernel<float>(d, q, k, v, keep_u8, out, lse);
+    else
+        forward_kernel<double>(d, q, k, v, keep_u8, out, lse);
+}
+
+struct AttentionFn : public torch::autograd::Function<AttentionFn> {
+    static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &q,
+                              const at::Tensor &k, const at::Tensor &v,
+                              const at::Tensor &keep_u8, bool causal, double scale)
+    {
+        Dims d = dims_of(q, k, causal, scale);
+        at::Tensor out, lse;
+        run_forward(d, q, k, v, keep_u8, out, lse);
+        ctx->save_for_backward({q, k, v, keep_u8, out, lse});
+        ctx->saved_data["causal"] = causal;
+        ctx->saved_data["scale"] = scale;
+        return out;
+    }
+
+    // Not itself differentiable: create_graph through it is not supported.
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+                                                   torch::autograd::variable_list grad_out)
+    {
+        torch::autograd::variable_list s = ctx->get_saved_variables();
+        const at::Tensor &q = s[0], &k = s[1], &v = s[2], &keep_u8 = s[3], &out = s[4],
+                         &lse = s[5];
+        Dims d = dims_of(q, k, ctx->saved_data["causal"].toBool(),
+                         ctx->saved_data["scale"].toDouble());
+        at::Tensor dout = grad_out[0];
+        if (!dout.defined())
+            dout = at::zeros_like(out);
+        dout = unit_last(dout);
+        at::Tensor dq = empty_bthd(d.B, d.Hq, d.Tq, d.D, q.options());
+        at::Tensor dk = empty_bthd(d.B, d.Hkv, d.Tk, d.D, k.options());
+        at::Tensor dv = empty_bthd(d.B, d.Hkv, d.Tk, d.D, v.options());
+        if (q.scalar_type() == at::kFloat)
+            backward_kernel<float>(d, q, k, v, keep_u8, out, lse, dout, dq, dk, dv);
+        else
+            backward_kernel<double>(d, q, k, v, keep_u8, out, lse, dout, dq, dk, dv);
+        return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor()};
+    }
+};
+
+} // namespace
+
+at::Tensor fused_attention(const at::Tensor &q_in, const at::Tensor &k_in,
+                           const at::Tensor &v_in, const at::Tensor *key_keep, bool causal,
+                           double scale)
+{
+    at::ScalarType st = q_in.scalar_type();
+    if (!q_in.device().is_cpu() || !k_in.device().is_cpu() || !v_in.device().is_cpu() ||
+        (st != at::kFloat && st != at::kDouble) || k_in.scalar_type() != st ||
+        v_in.scalar_type() != st || q_in.size(2) == 0 || k_in.size(2) == 0 ||
+        q_in.size(3) == 0)
+        return at::Tensor();
+    at::Tensor q = unit_last(q_in), k = unit_last(k_in), v = unit_last(v_in);
+    at::Tensor keep_u8 = key_keep ? key_keep->ne(0).to(at::kByte).contiguous()
+                                  : at::empty({0}, at::TensorOptions().dtype(at::kByte));
+    bool grad = at::GradMode::is_enabled() &&
+                (q.requires_grad() || k.requires_grad() || v.requires_grad());
+    if (grad)
+        return AttentionFn::apply(q, k, v, keep_u8, causal, scale);
+    Dims d = dims_of(q, k, causal, scale);
+    at::Tensor out, lse;
+    run_forward(d, q, k, v, keep_u8, out, lse);
+    return out;
+}
+
 } // namespace sn_aten
