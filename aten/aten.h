@@ -300,6 +300,12 @@ int sn_aten_bmm(const struct sn_tensor *a, const struct sn_tensor *b, struct sn_
 /* y = x Wᵀ + bias, x (..., in), W (out, in) as PyTorch stores it, bias (out) or NULL. */
 int sn_aten_linear(const struct sn_tensor *x, const struct sn_tensor *w,
                    const struct sn_tensor *bias, struct sn_tensor **out, struct sn_err *err);
+/* y + alpha · x wᵀ in one BLAS call (beta = 1 accumulation): x (..., in), w (out, in),
+** y (..., out) with x's leading dims. The LoRA update B(A x)·s without a separate scale and
+** add pass (and without their backward passes). */
+int sn_aten_add_linear(const struct sn_tensor *y, const struct sn_tensor *x,
+                       const struct sn_tensor *w, double alpha, struct sn_tensor **out,
+                       struct sn_err *err);
 
 /* ---- indexing ----------------------------------------------------------------------------- */
 

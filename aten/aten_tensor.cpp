@@ -893,6 +893,24 @@ extern "C" int sn_aten_linear(const struct sn_tensor *x, const struct sn_tensor 
     });
 }
 
+extern "C" int sn_aten_add_linear(const struct sn_tensor *y, const struct sn_tensor *x,
+                                  const struct sn_tensor *w, double alpha,
+                                  struct sn_tensor **out, struct sn_err *err)
+{
+    return run("add_linear", out, err, [&] {
+        const at::Tensor &Y = ten(y), &X = ten(x), &W = ten(w);
+        if (W.dim() != 2 || X.dim() < 1 || Y.dim() != X.dim() || X.size(-1) != W.size(1) ||
+            Y.size(-1) != W.size(0) || !Y.sizes().slice(0, Y.dim() - 1).equals(
+                                           X.sizes().slice(0, X.dim() - 1)))
+            throw ArgError("shapes disagree: y " + std::string(c10::str(Y.sizes())) + ", x " +
+                           c10::str(X.sizes()) + ", w " + c10::str(W.sizes()) +
+                           " (want y (..., out), x (..., in), w (out, in))");
+        at::Tensor r = at::addmm(Y.reshape({-1, Y.size(-1)}), X.reshape({-1, X.size(-1)}),
+                                 W.t(), 1.0, alpha);
+        return r.view(Y.sizes());
+    });
+}
+
 extern "C" int sn_aten_embedding(const struct sn_tensor *table, const struct sn_tensor *ids,
                                  struct sn_tensor **out, struct sn_err *err)
 {

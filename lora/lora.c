@@ -96,7 +96,7 @@ int sn_lora_linear_forward(const struct sn_lora_linear *l, const struct sn_tenso
                            struct sn_err *err)
 {
     *out = NULL;
-    struct sn_tensor *y = NULL, *xd = NULL, *xa = NULL, *xab = NULL, *sum = NULL;
+    struct sn_tensor *y = NULL, *xd = NULL, *xa = NULL, *sum = NULL;
     int rc = sn_aten_linear(x, W, bias, &y, err);
     if (rc || !l || l->merged) {
         *out = y;
@@ -106,16 +106,11 @@ int sn_lora_linear_forward(const struct sn_lora_linear *l, const struct sn_tenso
         rc = sn_aten_dropout(x, l->dropout, true, gen, &xd, err);
     if (!rc)
         rc = sn_aten_linear(xd ? xd : x, l->A, NULL, &xa, err);
-    if (!rc)
-        rc = sn_aten_linear(xa, l->B, NULL, &xab, err);
-    if (!rc && l->scale != 1.0)
-        rc = sn_aten_mul_scalar_(xab, l->scale, err); /* xab is a fresh non-leaf: in place ok */
-    if (!rc)
-        rc = sn_aten_add(y, xab, &sum, err);
+    if (!rc) /* y + scale · (x Aᵀ) Bᵀ, the scale and the sum folded into the GEMM */
+        rc = sn_aten_add_linear(y, xa, l->B, l->scale, &sum, err);
     sn_tensor_free(y);
     sn_tensor_free(xd);
     sn_tensor_free(xa);
-    sn_tensor_free(xab);
     *out = sum;
     return rc;
 }

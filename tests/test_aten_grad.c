@@ -121,6 +121,14 @@ static struct sn_tensor *f_linear(struct sn_tensor *const *p, void *ctx)
     return y;
 }
 
+static struct sn_tensor *f_add_linear(struct sn_tensor *const *p, void *ctx)
+{
+    (void)ctx;
+    struct sn_tensor *y = NULL;
+    OK(sn_aten_add_linear(p[0], p[1], p[2], 0.75, &y, &E));
+    return y;
+}
+
 static struct sn_tensor *f_matmul(struct sn_tensor *const *p, void *ctx)
 {
     (void)ctx;
@@ -204,6 +212,12 @@ static void test_finite_differences(void)
     p[0] = param((int64_t[]){3, 4}, 2), p[1] = param((int64_t[]){5, 4}, 2);
     p[2] = param((int64_t[]){5}, 1);
     grad_check("linear", f_linear, p, 3, NULL);
+    for (int i = 0; i < 3; i++)
+        sn_tensor_free(p[i]);
+
+    p[0] = param((int64_t[]){2, 3, 5}, 3), p[1] = param((int64_t[]){2, 3, 4}, 3);
+    p[2] = param((int64_t[]){5, 4}, 2);
+    grad_check("add_linear", f_add_linear, p, 3, NULL);
     for (int i = 0; i < 3; i++)
         sn_tensor_free(p[i]);
 

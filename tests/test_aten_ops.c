@@ -317,6 +317,14 @@ static void test_reductions_linalg_indexing(void)
     sn_tensor_free(y);
     OK(sn_aten_linear(a, wc, NULL, &y, &E)); check_vals("linear nobias", y, (double[]){-2, 16, -2, 28}, 4, 0);
     sn_tensor_free(y);
+    /* add_linear: c + 0.5 · a wcᵀ with c = [[1,2],[3,4]] */
+    struct sn_tensor *c22 = mk((double[]){1, 2, 3, 4}, (int64_t[]){2, 2}, 2, SN_DTYPE_F64);
+    OK(sn_aten_add_linear(c22, a, wc, 0.5, &y, &E));
+    check_vals("add_linear", y, (double[]){0, 10, 2, 18}, 4, 0);
+    sn_tensor_free(y);
+    CHECK(sn_aten_add_linear(c22, c22, wc, 1.0, &y, &E) == SN_E_ARG && !y);
+    CHECK(strstr(E.msg, "shapes disagree") != NULL);
+    sn_tensor_free(c22);
 
     /* embedding with i64 and i32 ids */
     struct sn_tensor *tab = mk((double[]){0, 1, 10, 11, 20, 21, 30, 31}, (int64_t[]){4, 2}, 2, SN_DTYPE_F32);
