@@ -90,29 +90,50 @@ int sn_lora_linear_init(struct sn_lora_linear *l, int64_t in, int64_t out,
     return SN_OK;
 }
 
+/* out = y + scale · (drop(x) Aᵀ) Bᵀ (Hu et al. 2021, eq. 3), the scale and the sum folded
+** into the GEMM; a new handle to y when there is no live adapter. Takes y over. */
+static int add_adapter_term(const struct sn_lora_linear *l, struct sn_tensor *y,
+                            const struct sn_tensor *x, bool training, struct sn_aten_gen *gen,
+                            struct sn_tensor **out, struct sn_err *err)
+{
+    if (!l || l->merged) {
+        *out = y;
+        return SN_OK;
+    }
+    struct sn_tensor *xd = NULL, *xa = NULL;
+    int rc = SN_OK;
+    if (training && l->dropout > 0.0)
+        rc = sn_aten_dropout(x, l->dropout, true, gen, &xd, err);
+    if (!rc)
+        rc = sn_aten_linear(xd ? xd : x, l->A, NULL, &xa, err);
+    if (!rc)
+        rc = sn_aten_add_linear(y, xa, l->B, l->scale, out, err);
+    sn_tensor_free(y);
+    sn_tensor_free(xd);
+    sn_tensor_free(xa);
+    return rc;
+}
+
 int sn_lora_linear_forward(const struct sn_lora_linear *l, const struct sn_tensor *x,
                            const struct sn_tensor *W, const struct sn_tensor *bias,
                            bool training, struct sn_aten_gen *gen, struct sn_tensor **out,
                            struct sn_err *err)
 {
     *out = NULL;
-    struct sn_tensor *y = NULL, *xd = NULL, *xa = NULL, *sum = NULL;
+    struct sn_tensor *y = NULL;
     int rc = sn_aten_linear(x, W, bias, &y, err);
-    if (rc || !l || l->merged) {
-        *out = y;
-        return rc;
-    }
-    if (training && l->dropout > 0.0)
-        rc = sn_aten_dropout(x, l->dropout, true, gen, &xd, err);
-    if (!rc)
-        rc = sn_aten_linear(xd ? xd : x, l->A, NULL, &xa, err);
-    if (!rc) /* y + scale · (x Aᵀ) Bᵀ, the scale and the sum folded into the GEMM */
-        rc = sn_aten_add_linear(y, xa, l->B, l->scale, &sum, err);
-    sn_tensor_free(y);
-    sn_tensor_free(xd);
-    sn_tensor_free(xa);
-    *out = sum;
-    return rc;
+    return rc ? rc : add_adapter_term(l, y, x, training, gen, out, err);
+}
+
+int sn_lora_linear_forward_add(const struct sn_lora_linear *l, const struct sn_tensor *residual,
+                               const struct sn_tensor *x, const struct sn_tensor *W,
+                               bool training, struct sn_aten_gen *gen, struct sn_tensor **out,
+                               struct sn_err *err)
+{
+    *out = NULL;
+    struct sn_tensor *y = NULL;
+    int rc = sn_aten_add_linear(residual, x, W, 1.0, &y, err);
+    return rc ? rc : add_adapter_term(l, y, x, training, gen, out, err);
 }
 
 int sn_lora_delta(const struct sn_lora_linear *l, struct sn_tensor **out, struct sn_err *err)

@@ -70,6 +70,12 @@ int  sn_lora_linear_forward(const struct sn_lora_linear *l, const struct sn_tens
                             const struct sn_tensor *W, const struct sn_tensor *bias,
                             bool training, struct sn_aten_gen *gen, struct sn_tensor **out,
                             struct sn_err *err);
+/* residual + linear(x, W) (+ the adapter term): the decoder's o_proj and down_proj with the
+** residual connection folded into the same GEMM (no bias: Qwen2 has none there). */
+int  sn_lora_linear_forward_add(const struct sn_lora_linear *l, const struct sn_tensor *residual,
+                                const struct sn_tensor *x, const struct sn_tensor *W,
+                                bool training, struct sn_aten_gen *gen, struct sn_tensor **out,
+                                struct sn_err *err);
 /* W (out, in) in place: W += scale · B A (under no-grad), keeping a copy for unmerge.
 ** Merging twice is SN_E_ARG. */
 int  sn_lora_merge(struct sn_lora_linear *l, struct sn_tensor *W, struct sn_err *err);

@@ -71,6 +71,23 @@ static void test_layer(void)
             CHECK_CLOSE(got[n * OUT + o], want, 1e-12, 1e-12);
         }
     sn_tensor_free(y);
+    /* the residual form: r + x Wᵀ + adapter == forward without bias + r */
+    {
+        double rr[N * OUT], got2[N * OUT];
+        for (int i = 0; i < N * OUT; i++)
+            rr[i] = 0.3 * i - 1;
+        struct sn_tensor *tr = NULL, *y2 = NULL;
+        int64_t sr[2] = {N, OUT};
+        CHECK(sn_aten_from_host(rr, SN_DTYPE_F64, sr, 2, SN_DTYPE_F64, SN_CPU, &tr, &err) == 0);
+        CHECK(sn_lora_linear_forward_add(&l, tr, tx, tW, false, NULL, &y2, &err) == SN_OK);
+        CHECK(y2 && sn_aten_to_host(y2, got2, SN_DTYPE_F64, N * OUT, &err) == SN_OK);
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OUT; o++)
+                CHECK_CLOSE(got2[n * OUT + o], got[n * OUT + o] - bias[o] + rr[n * OUT + o],
+                            1e-12, 1e-12);
+        sn_tensor_free(tr);
+        sn_tensor_free(y2);
+    }
     /* merge / unmerge on the layer: W' = W + 1.5 B A, then W restored exactly */
     CHECK(sn_lora_merge(&l, tW, &err) == SN_OK);
     CHECK(sn_lora_merge(&l, tW, &err) == SN_E_ARG);

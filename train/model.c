@@ -385,7 +385,7 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
     out[0] = NULL;
     const struct sn_tensor *h = in[0];
     struct sn_tensor *a, *q, *k, *v, *q4, *k4, *v4, *qt, *kt, *vt, *qr, *kr, *att, *att_t, *att2,
-        *o, *h1, *mn, *g, *u, *gu, *d, *h2;
+        *h1, *mn, *g, *u, *gu, *h2;
     int64_t sq[4] = {B, T, Hq, Dh}, skv[4] = {B, T, Hkv, Dh}, s3[3] = {B, T, Hq * Dh};
 
     STEPC(SN_PROF_NORM, sn_aten_rms_norm(h, L->ln1, c->rms_norm_eps, &a, err), a);
@@ -407,21 +407,21 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
     STEPC(SN_PROF_ATTENTION, sn_aten_attention(qr, kr, vt, x->keep, true, 0.0, 0.0, NULL, &att, err), att);
     STEPC(SN_PROF_OTHER, sn_aten_transpose(att, 1, 2, &att_t, err), att_t); /* (B, T, Hq, Dh) */
     STEP(sn_aten_reshape(att_t, s3, 3, &att2, err), att2);
-    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_O_PROJ], att2, L->w[SN_LORA_O_PROJ], NULL, tr,
-                                m->gen, &o, err), o);
-    STEPC(SN_PROF_OTHER, sn_aten_add(h, o, &h1, err), h1);
+    /* h1 = h + o_proj(att): the residual rides in the GEMM's accumulator */
+    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward_add(L->lora[SN_LORA_O_PROJ], h, att2,
+                                L->w[SN_LORA_O_PROJ], tr, m->gen, &h1, err), h1);
     STEPC(SN_PROF_NORM, sn_aten_rms_norm(h1, L->ln2, c->rms_norm_eps, &mn, err), mn);
     STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_GATE_PROJ], mn, L->w[SN_LORA_GATE_PROJ], NULL,
                                 tr, m->gen, &g, err), g);
     STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_UP_PROJ], mn, L->w[SN_LORA_UP_PROJ], NULL, tr,
                                 m->gen, &u, err), u);
     STEPC(SN_PROF_OTHER, sn_aten_swiglu(g, u, &gu, err), gu);
-    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_DOWN_PROJ], gu, L->w[SN_LORA_DOWN_PROJ], NULL,
-                                tr, m->gen, &d, err), d);
+    /* h2 = h1 + down_proj(gu), likewise */
     double t0 = m->prof ? sn_now() : 0.0;
-    rc = sn_aten_add(h1, d, &h2, err);
+    rc = sn_lora_linear_forward_add(L->lora[SN_LORA_DOWN_PROJ], h1, gu, L->w[SN_LORA_DOWN_PROJ],
+                                    tr, m->gen, &h2, err);
     if (m->prof)
-        m->prof->seconds[SN_PROF_OTHER] += sn_now() - t0;
+        m->prof->seconds[SN_PROF_LINEAR] += sn_now() - t0;
     if (rc)
         goto fail;
     (void)D;
