@@ -1,13 +1,15 @@
 // aten/aten_fused.cpp: fused CPU kernels for RMSNorm, rotary embedding and SwiGLU (see
 // aten_fused.hpp). Each op is one torch::autograd::Function whose forward and backward each make
-// a single pass over their operands, parallelised over rows with at::parallel_for (ATen's
-// intra-op pool, so at::set_num_threads applies).
+// a single pass over their operands, parallelised over rows on ATen's intra-op pool (so
+// at::set_num_threads applies; see parallel_chunks for why not at::parallel_for directly).
 //
 // Vectorisation: the build is -O2 with no -march flag, and GCC's -O2 cost model ("very cheap")
 // does not vectorise a loop whose trip count is unknown. The inner loops are therefore written
-// on GCC/Clang generic vectors (vector_size(16): 4 floats or 2 doubles, the width of the
-// baseline ISA, SSE2 on x86-64), with a scalar loop for the tail of each row. No intrinsics,
-// no ISA-specific code.
+// on GCC/Clang generic vectors (no intrinsics), with a scalar loop for the tail of each row,
+// and each kernel body is compiled twice, for the x86-64 baseline (16-byte vectors) and, in
+// functions marked target("avx2,fma"), for AVX2+FMA (32-byte vectors); the CPU picks at run
+// time (see Vec and SN_DISPATCH; ATEN_CPU_CAPABILITY=default forces the baseline, as it does
+// for ATen's kernels). No global compile option is involved.
 //
 // Saved for backward: RMSNorm x and the per-row r (not x̂); rotary only the tables (the
 // backward does not need x); SwiGLU g and u. All inputs must be CPU tensors of one dtype, f32
@@ -19,11 +21,13 @@
 #include "aten/aten_fused.hpp"
 
 #include <ATen/Parallel.h>
+#include <ATen/TensorIterator.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -35,43 +39,55 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // ---- generic vectors -----------------------------------------------------------------------
+//
+// Vec<T, W>: W-byte vectors of T. Every kernel body is a template on W, instantiated twice and
+// picked at run time (as ATen picks its own CPU kernels): W = 32 inside a function compiled
+// with __attribute__((target("avx2,fma"))) when the CPU has both (8 floats a vector, FMA
+// contraction), else W = 16, the x86-64 baseline (SSE2). The helpers are always inlined into
+// those two, so 32-byte vectors never cross a call compiled for the baseline; GCC still notes
+// the ABI of such signatures (-Wpsabi), which is irrelevant here and silenced.
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+#define SN_INLINE static inline __attribute__((always_inline))
 
-template <class T> struct Vec;
-template <> struct Vec<float> {
-    typedef float v __attribute__((vector_size(16)));
-    typedef int32_t i __attribute__((vector_size(16)));
-    static constexpr int N = 4;
+template <class T> struct IntOf;
+template <> struct IntOf<float> {
+    typedef int32_t t;
 };
-template <> struct Vec<double> {
-    typedef double v __attribute__((vector_size(16)));
-    typedef int64_t i __attribute__((vector_size(16)));
-    static constexpr int N = 2;
+template <> struct IntOf<double> {
+    typedef int64_t t;
+};
+template <class T, int W> struct Vec {
+    typedef T v __attribute__((vector_size(W)));
+    typedef typename IntOf<T>::t i __attribute__((vector_size(W)));
+    static constexpr int N = W / (int)sizeof(T);
 };
 
-template <class T> static inline typename Vec<T>::v vload(const T *p)
+template <class T, int W> SN_INLINE typename Vec<T, W>::v vload(const T *p)
 {
-    typename Vec<T>::v v;
+    typename Vec<T, W>::v v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
-template <class T> static inline void vstore(T *p, typename Vec<T>::v v)
+template <class T, int W> SN_INLINE void vstore(T *p, typename Vec<T, W>::v v)
 {
     std::memcpy(p, &v, sizeof v);
 }
-template <class T> static inline typename Vec<T>::v vsplat(T s)
+template <class T, int W> SN_INLINE typename Vec<T, W>::v vsplat(T s)
 {
-    typename Vec<T>::v v = {};
+    typename Vec<T, W>::v v = {};
     return v + s;
 }
-template <class T> static inline T vsum(typename Vec<T>::v v)
+template <class T, int W> SN_INLINE T vsum(typename Vec<T, W>::v v)
 {
     T s = 0;
-    for (int k = 0; k < Vec<T>::N; k++)
+    for (int k = 0; k < Vec<T, W>::N; k++)
         s += v[k];
     return s;
 }
 
-// Logistic sigmoid σ(z) = 1 / (1 + e^(-z)).
+// Logistic sigmoid σ(z) = 1 / (1 + e^(-z)), lane by lane.
 //
 // f32: e^x by range reduction: n = round(x·log2 e) (added to 1.5·2^23 so the FP adder rounds,
 // the integer then sits in the low mantissa bits), r = x − n·ln2 (ln2 split hi+lo, Cody-Waite),
@@ -80,19 +96,19 @@ template <class T> static inline T vsum(typename Vec<T>::v v)
 // float: e^-87 ≈ 1.6e-38 makes σ exactly 1 in f32 and e^88 ≈ 1.7e38 makes it ≈ 6e-39 (the
 // true value underflows to the same order). NaN passes through the clamp and stays NaN.
 // Measured against a double reference over [-100, 100]: max relative error of silu 1.7e-7.
-static inline Vec<float>::v vsigmoid(Vec<float>::v z)
+template <int W> SN_INLINE typename Vec<float, W>::v vsigmoid(typename Vec<float, W>::v z)
 {
-    typedef Vec<float>::v V;
-    typedef Vec<float>::i I;
+    typedef typename Vec<float, W>::v V;
+    typedef typename Vec<float, W>::i I;
     V x = -z;
     I lo = x < -87.0f, hi = x > 88.0f; // comparison masks: all ones where true
-    x = (V)(((I)x & ~lo) | ((I)vsplat<float>(-87.0f) & lo));
-    x = (V)(((I)x & ~hi) | ((I)vsplat<float>(88.0f) & hi));
+    x = (V)(((I)x & ~lo) | ((I)vsplat<float, W>(-87.0f) & lo));
+    x = (V)(((I)x & ~hi) | ((I)vsplat<float, W>(88.0f) & hi));
     V t = x * 1.44269504088896341f + 12582912.0f;
     V n = t - 12582912.0f;
     V r = x - n * 0.693145751953125f;
     r = r - n * 1.428606765330187045e-06f;
-    V p = vsplat<float>(1.0f / 5040.0f);
+    V p = vsplat<float, W>(1.0f / 5040.0f);
     p = p * r + 1.0f / 720.0f;
     p = p * r + 1.0f / 120.0f;
     p = p * r + 1.0f / 24.0f;
@@ -104,20 +120,58 @@ static inline Vec<float>::v vsigmoid(Vec<float>::v z)
     return 1.0f / (1.0f + p * (V)e);
 }
 // f64 (the reference/test dtype): libm's exp per lane.
-static inline Vec<double>::v vsigmoid(Vec<double>::v z)
+template <int W> SN_INLINE typename Vec<double, W>::v vsigmoid(typename Vec<double, W>::v z)
 {
-    Vec<double>::v s;
-    for (int k = 0; k < Vec<double>::N; k++)
+    typename Vec<double, W>::v s;
+    for (int k = 0; k < Vec<double, W>::N; k++)
         s[k] = 1.0 / (1.0 + std::exp(-z[k]));
     return s;
 }
-static inline float sigmoid1(float z)
+template <int W> SN_INLINE float sigmoid1(float z)
 {
-    Vec<float>::v v = {};
+    typename Vec<float, W>::v v = {};
     v[0] = z;
-    return vsigmoid(v)[0]; // the same approximation as the vector body
+    return vsigmoid<W>(v)[0]; // the same approximation as the vector body
 }
-static inline double sigmoid1(double z) { return 1.0 / (1.0 + std::exp(-z)); }
+template <int W> SN_INLINE double sigmoid1(double z) { return 1.0 / (1.0 + std::exp(-z)); }
+
+// The AVX2+FMA bodies run when the CPU has both, unless ATEN_CPU_CAPABILITY=default (ATen's
+// own switch to its baseline kernels; read at each dispatch, so tests can run both paths).
+static bool use_avx2_fma()
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const char *cap = cpu ? std::getenv("ATEN_CPU_CAPABILITY") : nullptr;
+    return cpu && !(cap && std::strcmp(cap, "default") == 0);
+#else
+    return false;
+#endif
+}
+
+// name##_any<T>(args): name<T, 32> compiled for AVX2+FMA when the CPU has them, else
+// name<T, 16> compiled for the baseline.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SN_DISPATCH(name, params, args)                                                      \
+    template <class T>                                                                       \
+    __attribute__((target("avx2,fma"), noinline)) static void name##_avx2 params             \
+    {                                                                                        \
+        name<T, 32> args;                                                                    \
+    }                                                                                        \
+    template <class T> __attribute__((noinline)) static void name##_base params              \
+    {                                                                                        \
+        name<T, 16> args;                                                                    \
+    }                                                                                        \
+    template <class T> static void name##_any params                                         \
+    {                                                                                        \
+        if (use_avx2_fma())                                                                  \
+            name##_avx2<T> args;                                                             \
+        else                                                                                 \
+            name##_base<T> args;                                                             \
+    }
+#else
+#define SN_DISPATCH(name, params, args)                                                      \
+    template <class T> static void name##_any params { name<T, 16> args; }
+#endif
 
 // ---- shared checks ---------------------------------------------------------------------------
 
@@ -135,6 +189,38 @@ static void no_double_backward(const char *op)
                 ": the fused CPU kernel has no double backward (create_graph=true)");
 }
 
+// Runs f(begin, end) over sub-ranges of [0, n) on ATen's intra-op thread pool, each range at
+// least `grain` long (except the last). Why not at::parallel_for: this libtorch is built with
+// OpenMP, and at::parallel_for is a header-inline `#pragma omp parallel`, which runs serially in
+// a translation unit compiled without -fopenmp (ours: the build adds no such flag). So the split
+// is done by TensorIteratorBase::for_each, which is compiled inside libtorch and runs
+// at::parallel_for there, over a 1-D byte tensor of n elements whose element addresses give the
+// range (the bytes themselves are never read or written).
+template <class F> static void parallel_chunks(int64_t n, int64_t grain, const F &f)
+{
+    if (n <= 0)
+        return;
+    if (n <= grain || at::get_num_threads() <= 1 || at::in_parallel_region()) {
+        f(int64_t(0), n);
+        return;
+    }
+    at::Tensor idx = at::empty({n}, at::TensorOptions().dtype(at::kByte));
+    at::TensorIterator it = at::TensorIteratorConfig()
+                                .add_output(idx)
+                                .resize_outputs(false)
+                                .check_all_same_dtype(false)
+                                .build();
+    const char *base = static_cast<const char *>(idx.data_ptr());
+    it.for_each(
+        [&](char **data, const int64_t *strides, int64_t n0, int64_t n1) {
+            for (int64_t k = 0; k < n1; k++) {
+                int64_t b = (data[0] + k * strides[1]) - base;
+                f(b, b + n0);
+            }
+        },
+        grain);
+}
+
 static int64_t rows_grain(int64_t d)
 {
     return std::max<int64_t>(1, 16384 / std::max<int64_t>(d, 1));
@@ -150,88 +236,113 @@ static int64_t rows_grain(int64_t d)
 //   dL/dw_j = Σ_rows dy_j·x̂_j.
 // Saved: x (contiguous rows) and r (one value per row).
 
-template <class T>
-static void rms_fwd_kernel(const T *__restrict x, const T *__restrict w, T *__restrict y,
-                           T *__restrict rs, int64_t rows, int64_t D, double eps)
+// Rows [b, e) of the forward; r of each row into rs.
+template <class T, int W>
+SN_INLINE void rms_fwd_rows(const T *__restrict x, const T *__restrict w, T *__restrict y,
+                            T *__restrict rs, int64_t D, double eps, int64_t b, int64_t e)
 {
-    typedef typename Vec<T>::v V;
-    const int N = Vec<T>::N;
-    at::parallel_for(0, rows, rows_grain(D), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; i++) {
-            const T *xr = x + i * D;
-            T *yr = y + i * D;
-            V a0 = {}, a1 = {};
-            int64_t j = 0;
-            for (; j + 2 * N <= D; j += 2 * N) {
-                V v0 = vload(xr + j), v1 = vload(xr + j + N);
-                a0 += v0 * v0;
-                a1 += v1 * v1;
-            }
-            for (; j + N <= D; j += N) {
-                V v0 = vload(xr + j);
-                a0 += v0 * v0;
-            }
-            T ss = vsum<T>(a0 + a1);
-            for (; j < D; j++)
-                ss += xr[j] * xr[j];
-            T r = T(1) / std::sqrt(ss / T(D) + T(eps));
-            rs[i] = r;
-            j = 0;
-            for (; j + N <= D; j += N)
-                vstore(yr + j, vload(w + j) * (vload(xr + j) * r));
-            for (; j < D; j++)
-                yr[j] = w[j] * (xr[j] * r);
+    typedef typename Vec<T, W>::v V;
+    const int N = Vec<T, W>::N;
+    for (int64_t i = b; i < e; i++) {
+        const T *xr = x + i * D;
+        T *yr = y + i * D;
+        V a0 = {}, a1 = {};
+        int64_t j = 0;
+        for (; j + 2 * N <= D; j += 2 * N) {
+            V v0 = vload<T, W>(xr + j), v1 = vload<T, W>(xr + j + N);
+            a0 += v0 * v0;
+            a1 += v1 * v1;
         }
+        for (; j + N <= D; j += N) {
+            V v0 = vload<T, W>(xr + j);
+            a0 += v0 * v0;
+        }
+        T ss = vsum<T, W>(a0 + a1);
+        for (; j < D; j++)
+            ss += xr[j] * xr[j];
+        T r = T(1) / std::sqrt(ss / T(D) + T(eps));
+        rs[i] = r;
+        j = 0;
+        for (; j + N <= D; j += N)
+            vstore<T, W>(yr + j, vload<T, W>(w + j) * (vload<T, W>(xr + j) * r));
+        for (; j < D; j++)
+            yr[j] = w[j] * (xr[j] * r);
+    }
+}
+SN_DISPATCH(rms_fwd_rows,
+            (const T *x, const T *w, T *y, T *rs, int64_t D, double eps, int64_t b, int64_t e),
+            (x, w, y, rs, D, eps, b, e))
+
+// Chunks [cb, ce) of `chunk` rows of the backward: dx (null: not needed) and, when dw_part is
+// not null, one partial dw row per chunk (summed by the caller in chunk order, so the result
+// does not depend on the thread count).
+template <class T, int W>
+SN_INLINE void rms_bwd_chunks(const T *__restrict x, const T *__restrict w,
+                              const T *__restrict rs, const T *__restrict dy, T *__restrict dx,
+                              T *__restrict dw_part, int64_t rows, int64_t D, int64_t chunk,
+                              int64_t cb, int64_t ce)
+{
+    typedef typename Vec<T, W>::v V;
+    const int N = Vec<T, W>::N;
+    for (int64_t c = cb; c < ce; c++) {
+        T *dwp = dw_part ? dw_part + c * D : nullptr;
+        if (dwp)
+            std::fill(dwp, dwp + D, T(0));
+        int64_t ie = std::min(rows, (c + 1) * chunk);
+        for (int64_t i = c * chunk; i < ie; i++) {
+            const T *xr = x + i * D, *gr = dy + i * D;
+            const T r = rs[i];
+            int64_t j = 0;
+            if (dx) {
+                // m = mean(g·x̂) = (r/D)·Σ w·dy·x
+                V a = {};
+                for (; j + N <= D; j += N)
+                    a += vload<T, W>(w + j) * vload<T, W>(gr + j) * vload<T, W>(xr + j);
+                T s = vsum<T, W>(a);
+                for (; j < D; j++)
+                    s += w[j] * gr[j] * xr[j];
+                const T m = s * r / T(D);
+                T *dr = dx + i * D;
+                j = 0;
+                for (; j + N <= D; j += N)
+                    vstore<T, W>(dr + j, r * (vload<T, W>(w + j) * vload<T, W>(gr + j) -
+                                              vload<T, W>(xr + j) * r * m));
+                for (; j < D; j++)
+                    dr[j] = r * (w[j] * gr[j] - xr[j] * r * m);
+            }
+            if (dwp) {
+                j = 0;
+                for (; j + N <= D; j += N)
+                    vstore<T, W>(dwp + j, vload<T, W>(dwp + j) +
+                                              vload<T, W>(gr + j) * (vload<T, W>(xr + j) * r));
+                for (; j < D; j++)
+                    dwp[j] += gr[j] * (xr[j] * r);
+            }
+        }
+    }
+}
+SN_DISPATCH(rms_bwd_chunks,
+            (const T *x, const T *w, const T *rs, const T *dy, T *dx, T *dw_part, int64_t rows,
+             int64_t D, int64_t chunk, int64_t cb, int64_t ce),
+            (x, w, rs, dy, dx, dw_part, rows, D, chunk, cb, ce))
+
+template <class T>
+static void rms_fwd_kernel(const T *x, const T *w, T *y, T *rs, int64_t rows, int64_t D,
+                           double eps)
+{
+    parallel_chunks(rows, rows_grain(D), [&](int64_t b, int64_t e) {
+        rms_fwd_rows_any<T>(x, w, y, rs, D, eps, b, e);
     });
 }
 
-// dx (may be null: not needed) and, when dw_part is not null, one partial dw row per chunk of
-// `chunk` rows (summed by the caller, so the result does not depend on the thread count).
 template <class T>
-static void rms_bwd_kernel(const T *__restrict x, const T *__restrict w, const T *__restrict rs,
-                           const T *__restrict dy, T *__restrict dx, T *__restrict dw_part,
+static void rms_bwd_kernel(const T *x, const T *w, const T *rs, const T *dy, T *dx, T *dw_part,
                            int64_t rows, int64_t D, int64_t chunk)
 {
-    typedef typename Vec<T>::v V;
-    const int N = Vec<T>::N;
     int64_t n_chunks = (rows + chunk - 1) / chunk;
     int64_t grain = std::max<int64_t>(1, rows_grain(D) / chunk);
-    at::parallel_for(0, n_chunks, grain, [&](int64_t cb, int64_t ce) {
-        for (int64_t c = cb; c < ce; c++) {
-            T *dwp = dw_part ? dw_part + c * D : nullptr;
-            if (dwp)
-                std::fill(dwp, dwp + D, T(0));
-            int64_t ie = std::min(rows, (c + 1) * chunk);
-            for (int64_t i = c * chunk; i < ie; i++) {
-                const T *xr = x + i * D, *gr = dy + i * D;
-                const T r = rs[i];
-                int64_t j = 0;
-                if (dx) {
-                    // m = mean(g·x̂) = (r/D)·Σ w·dy·x
-                    V a = {};
-                    for (; j + N <= D; j += N)
-                        a += vload(w + j) * vload(gr + j) * vload(xr + j);
-                    T s = vsum<T>(a);
-                    for (; j < D; j++)
-                        s += w[j] * gr[j] * xr[j];
-                    const T m = s * r / T(D);
-                    T *dr = dx + i * D;
-                    j = 0;
-                    for (; j + N <= D; j += N)
-                        vstore(dr + j, r * (vload(w + j) * vload(gr + j) -
-                                            vload(xr + j) * r * m));
-                    for (; j < D; j++)
-                        dr[j] = r * (w[j] * gr[j] - xr[j] * r * m);
-                }
-                if (dwp) {
-                    j = 0;
-                    for (; j + N <= D; j += N)
-                        vstore(dwp + j, vload(dwp + j) + vload(gr + j) * (vload(xr + j) * r));
-                    for (; j < D; j++)
-                        dwp[j] += gr[j] * (xr[j] * r);
-                }
-            }
-        }
+    parallel_chunks(n_chunks, grain, [&](int64_t cb, int64_t ce) {
+        rms_bwd_chunks_any<T>(x, w, rs, dy, dx, dw_part, rows, D, chunk, cb, ce);
     });
 }
 
@@ -304,45 +415,63 @@ struct RowMap { // row index (b, h, t) -> element offset
     }
 };
 
-// backward == false: y = rot(x); true: y = rotᵀ(x) (x is dy, y is dx).
-template <class T, bool Backward>
-static void rotary_kernel(const T *__restrict x, RowMap xm, T *__restrict y, RowMap ym,
-                          const T *__restrict c, const T *__restrict s, RowMap cm,
-                          int64_t rows, int64_t D)
+// Rows [b, e): Backward == false: y = rot(x); true: y = rotᵀ(x) (x is dy, y is dx).
+template <class T, int W, bool Backward>
+SN_INLINE void rotary_rows_impl(const T *__restrict x, RowMap xm, T *__restrict y, RowMap ym,
+                                const T *__restrict c, const T *__restrict s, RowMap cm,
+                                int64_t D, int64_t b, int64_t e)
 {
-    typedef typename Vec<T>::v V;
-    const int N = Vec<T>::N;
+    typedef typename Vec<T, W>::v V;
+    const int N = Vec<T, W>::N;
     const int64_t h = D / 2;
-    at::parallel_for(0, rows, rows_grain(D), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; i++) {
-            const T *xr = x + xm.at(i);
-            T *yr = y + ym.at(i);
-            int64_t co = cm.at(i);
-            const T *c1 = c + co, *c2 = c + co + h, *s1 = s + co, *s2 = s + co + h;
-            int64_t j = 0;
-            for (; j + N <= h; j += N) {
-                V a = vload(xr + j), bb = vload(xr + h + j);
-                if (!Backward) {
-                    vstore(yr + j, a * vload(c1 + j) - bb * vload(s1 + j));
-                    vstore(yr + h + j, bb * vload(c2 + j) + a * vload(s2 + j));
-                } else {
-                    vstore(yr + j, a * vload(c1 + j) + bb * vload(s2 + j));
-                    vstore(yr + h + j, bb * vload(c2 + j) - a * vload(s1 + j));
-                }
-            }
-            for (; j < h; j++) {
-                T a = xr[j], bb = xr[h + j];
-                if (!Backward) {
-                    yr[j] = a * c1[j] - bb * s1[j];
-                    yr[h + j] = bb * c2[j] + a * s2[j];
-                } else {
-                    yr[j] = a * c1[j] + bb * s2[j];
-                    yr[h + j] = bb * c2[j] - a * s1[j];
-                }
+    for (int64_t i = b; i < e; i++) {
+        const T *xr = x + xm.at(i);
+        T *yr = y + ym.at(i);
+        int64_t co = cm.at(i);
+        const T *c1 = c + co, *c2 = c + co + h, *s1 = s + co, *s2 = s + co + h;
+        int64_t j = 0;
+        for (; j + N <= h; j += N) {
+            V a = vload<T, W>(xr + j), bb = vload<T, W>(xr + h + j);
+            if (!Backward) {
+                vstore<T, W>(yr + j, a * vload<T, W>(c1 + j) - bb * vload<T, W>(s1 + j));
+                vstore<T, W>(yr + h + j, bb * vload<T, W>(c2 + j) + a * vload<T, W>(s2 + j));
+            } else {
+                vstore<T, W>(yr + j, a * vload<T, W>(c1 + j) + bb * vload<T, W>(s2 + j));
+                vstore<T, W>(yr + h + j, bb * vload<T, W>(c2 + j) - a * vload<T, W>(s1 + j));
             }
         }
-    });
+        for (; j < h; j++) {
+            T a = xr[j], bb = xr[h + j];
+            if (!Backward) {
+                yr[j] = a * c1[j] - bb * s1[j];
+                yr[h + j] = bb * c2[j] + a * s2[j];
+            } else {
+                yr[j] = a * c1[j] + bb * s2[j];
+                yr[h + j] = bb * c2[j] - a * s1[j];
+            }
+        }
+    }
 }
+template <class T, int W>
+SN_INLINE void rotary_fwd_rows(const T *x, RowMap xm, T *y, RowMap ym, const T *c, const T *s,
+                               RowMap cm, int64_t D, int64_t b, int64_t e)
+{
+    rotary_rows_impl<T, W, false>(x, xm, y, ym, c, s, cm, D, b, e);
+}
+template <class T, int W>
+SN_INLINE void rotary_bwd_rows(const T *x, RowMap xm, T *y, RowMap ym, const T *c, const T *s,
+                               RowMap cm, int64_t D, int64_t b, int64_t e)
+{
+    rotary_rows_impl<T, W, true>(x, xm, y, ym, c, s, cm, D, b, e);
+}
+SN_DISPATCH(rotary_fwd_rows,
+            (const T *x, RowMap xm, T *y, RowMap ym, const T *c, const T *s, RowMap cm,
+             int64_t D, int64_t b, int64_t e),
+            (x, xm, y, ym, c, s, cm, D, b, e))
+SN_DISPATCH(rotary_bwd_rows,
+            (const T *x, RowMap xm, T *y, RowMap ym, const T *c, const T *s, RowMap cm,
+             int64_t D, int64_t b, int64_t e),
+            (x, xm, y, ym, c, s, cm, D, b, e))
 
 static RowMap row_map4(const at::Tensor &t)
 {
@@ -373,10 +502,16 @@ static void rotary_run(const at::Tensor &x, const at::Tensor &y, const at::Tenso
 {
     int64_t B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3);
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sn_fused_rotary", [&] {
-        rotary_kernel<scalar_t, Backward>(x.data_ptr<scalar_t>(), row_map4(x),
-                                          y.data_ptr<scalar_t>(), row_map4(y),
-                                          c.data_ptr<scalar_t>(), s.data_ptr<scalar_t>(),
-                                          table_map(c, H, B), B * H * T, D);
+        const scalar_t *xp = x.data_ptr<scalar_t>(), *cp = c.data_ptr<scalar_t>(),
+                       *sp = s.data_ptr<scalar_t>();
+        scalar_t *yp = y.data_ptr<scalar_t>();
+        RowMap xm = row_map4(x), ym = row_map4(y), cm = table_map(c, H, B);
+        parallel_chunks(B * H * T, rows_grain(D), [&](int64_t b, int64_t e) {
+            if (Backward)
+                rotary_bwd_rows_any<scalar_t>(xp, xm, yp, ym, cp, sp, cm, D, b, e);
+            else
+                rotary_fwd_rows_any<scalar_t>(xp, xm, yp, ym, cp, sp, cm, D, b, e);
+        });
     });
 }
 
@@ -418,46 +553,64 @@ struct RotaryFn : public torch::autograd::Function<RotaryFn> {
 //   dg = dy·u·(σ(g) + g·σ(g)(1 − σ(g))) = dy·u·σ(g)·(1 + g·(1 − σ(g))).
 // Saved: g and u. g, u (and y, du, dg) share one dense layout and are walked as flat memory.
 
-template <class T>
-static void swiglu_fwd_kernel(const T *__restrict g, const T *__restrict u, T *__restrict y,
-                              int64_t n)
+static const int64_t kBlock = 4096; // elements per unit of work (a multiple of every N)
+
+// Elements [j, e) of the forward.
+template <class T, int W>
+SN_INLINE void swiglu_fwd_range(const T *__restrict g, const T *__restrict u, T *__restrict y,
+                                int64_t j, int64_t e)
 {
-    typedef typename Vec<T>::v V;
-    const int N = Vec<T>::N;
-    at::parallel_for(0, n, 16384, [&](int64_t b, int64_t e) {
-        int64_t j = b;
-        for (; j + N <= e; j += N) {
-            V gv = vload(g + j);
-            vstore(y + j, gv * vsigmoid(gv) * vload(u + j));
-        }
-        for (; j < e; j++)
-            y[j] = g[j] * sigmoid1(g[j]) * u[j];
+    typedef typename Vec<T, W>::v V;
+    const int N = Vec<T, W>::N;
+    for (; j + N <= e; j += N) {
+        V gv = vload<T, W>(g + j);
+        vstore<T, W>(y + j, gv * vsigmoid<W>(gv) * vload<T, W>(u + j));
+    }
+    for (; j < e; j++)
+        y[j] = g[j] * sigmoid1<W>(g[j]) * u[j];
+}
+SN_DISPATCH(swiglu_fwd_range, (const T *g, const T *u, T *y, int64_t j, int64_t e),
+            (g, u, y, j, e))
+
+// Elements [j, e) of the backward; dg or du null when not needed.
+template <class T, int W>
+SN_INLINE void swiglu_bwd_range(const T *__restrict g, const T *__restrict u,
+                                const T *__restrict dy, T *__restrict dg, T *__restrict du,
+                                int64_t j, int64_t e)
+{
+    typedef typename Vec<T, W>::v V;
+    const int N = Vec<T, W>::N;
+    for (; j + N <= e; j += N) {
+        V gv = vload<T, W>(g + j), sg = vsigmoid<W>(gv), d = vload<T, W>(dy + j);
+        if (du)
+            vstore<T, W>(du + j, d * gv * sg);
+        if (dg)
+            vstore<T, W>(dg + j, d * vload<T, W>(u + j) * sg * (1 + gv * (1 - sg)));
+    }
+    for (; j < e; j++) {
+        T gv = g[j], sg = sigmoid1<W>(gv), d = dy[j];
+        if (du)
+            du[j] = d * gv * sg;
+        if (dg)
+            dg[j] = d * u[j] * sg * (1 + gv * (1 - sg));
+    }
+}
+SN_DISPATCH(swiglu_bwd_range,
+            (const T *g, const T *u, const T *dy, T *dg, T *du, int64_t j, int64_t e),
+            (g, u, dy, dg, du, j, e))
+
+template <class T> static void swiglu_fwd_kernel(const T *g, const T *u, T *y, int64_t n)
+{
+    parallel_chunks((n + kBlock - 1) / kBlock, 4, [&](int64_t bb, int64_t be) {
+        swiglu_fwd_range_any<T>(g, u, y, bb * kBlock, std::min(n, be * kBlock));
     });
 }
 
 template <class T>
-static void swiglu_bwd_kernel(const T *__restrict g, const T *__restrict u,
-                              const T *__restrict dy, T *__restrict dg, T *__restrict du,
-                              int64_t n)
+static void swiglu_bwd_kernel(const T *g, const T *u, const T *dy, T *dg, T *du, int64_t n)
 {
-    typedef typename Vec<T>::v V;
-    const int N = Vec<T>::N;
-    at::parallel_for(0, n, 16384, [&](int64_t b, int64_t e) {
-        int64_t j = b;
-        for (; j + N <= e; j += N) {
-            V gv = vload(g + j), sg = vsigmoid(gv), d = vload(dy + j);
-            if (du)
-                vstore(du + j, d * gv * sg);
-            if (dg)
-                vstore(dg + j, d * vload(u + j) * sg * (1 + gv * (1 - sg)));
-        }
-        for (; j < e; j++) {
-            T gv = g[j], sg = sigmoid1(gv), d = dy[j];
-            if (du)
-                du[j] = d * gv * sg;
-            if (dg)
-                dg[j] = d * u[j] * sg * (1 + gv * (1 - sg));
-        }
+    parallel_chunks((n + kBlock - 1) / kBlock, 4, [&](int64_t bb, int64_t be) {
+        swiglu_bwd_range_any<T>(g, u, dy, dg, du, bb * kBlock, std::min(n, be * kBlock));
     });
 }
 

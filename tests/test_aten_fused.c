@@ -9,6 +9,8 @@
 **  - gradients when only some inputs require grad (the kernels skip the others);
 **  - the output layout of rotary on the (B,T,H,D)-transposed view (stays that layout);
 **  - results that do not depend on the number of intra-op threads;
+**  - all of the above twice: with the kernel bodies this CPU gets (AVX2+FMA where present) and
+**    with the baseline ones (ATEN_CPU_CAPABILITY=default);
 **  - inputs the kernels decline (bf16, mixed dtypes, tables requiring grad), which must still
 **    give the right answer through the composed fallback.
 ** The rotary tables here are general random tables (halves NOT duplicated) as well as the
@@ -727,14 +729,22 @@ int main(void)
 {
     OK(sn_aten_gen_create(20261122, SN_CPU, &G, &E));
     enum sn_dtype dts[2] = {SN_DTYPE_F64, SN_DTYPE_F32};
-    for (int i = 0; i < 2; i++) {
-        test_forward_rms(dts[i]);
-        test_forward_rotary(dts[i]);
-        test_forward_swiglu(dts[i]);
-        test_cmp(dts[i]);
+    /* pass 0: the kernels the CPU gets (AVX2+FMA bodies where available); pass 1: the
+    ** baseline bodies, forced with ATen's own switch (read by aten_fused.cpp at each call) */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && setenv("ATEN_CPU_CAPABILITY", "default", 1) != 0)
+            CHECK(!"setenv");
+        fprintf(stderr, "---- pass %d: %s kernels\n", pass, pass ? "baseline" : "native");
+        for (int i = 0; i < 2; i++) {
+            test_forward_rms(dts[i]);
+            test_forward_rotary(dts[i]);
+            test_forward_swiglu(dts[i]);
+            test_cmp(dts[i]);
+        }
+        test_fd();
+        test_threads();
     }
-    test_fd();
-    test_threads();
+    unsetenv("ATEN_CPU_CAPABILITY");
     test_fallback();
     sn_aten_gen_free(G);
     return sn_test_done();
