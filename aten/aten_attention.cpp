@@ -18,9 +18,9 @@
 // V over all Tk keys, with no gradient to Q or K.
 // GQA: query head h reads kv head h / (Hq / Hkv) in place (no repeat_kv copies). Causal blocks
 // above the diagonal are skipped, which halves the matmul work of the composed version.
-// Products run on one small matmul kernel C (+)= A·B (row-major, strided rows): AVX2+FMA
-// intrinsics for f32 when the CPU has them (chosen at run time), plain loops otherwise and for
-// f64 (the dtype of the finite-difference gradient checks).
+// Products run on one small matmul kernel C (+)= A·B (A row-major, B packed into 16-column
+// panels): AVX2+FMA intrinsics for f32 when the CPU has them (chosen at run time), plain loops
+// otherwise and for f64 (the dtype of the finite-difference gradient checks).
 #include "aten/aten_attention.hpp"
 #include "aten/aten_internal.hpp"
 
@@ -46,26 +46,141 @@ namespace {
 constexpr int64_t kBlockRows = 64; // query rows per tile: (64 x Tk) scores stay in L2
 
 // ---- the matmul and row-softmax kernels ---------------------------------------------------
+//
+// Every product is C[m x n] (+)= A[m x k] · B[k x n] with A row-major (row stride lda) and B
+// PACKED: column panels of 16, each k rows of 16 contiguous values (zero past n), panels
+// `bps` values apart. Packing matters here: the operands' natural row strides (Tk, Hkv·D,
+// Hq·D floats: multiples of 1-2 KiB) map a panel's rows onto a handful of L1 sets, so the
+// unpacked kernel missed L1 on nearly every load of B.
 
-// C[m x n] = (acc ? C : 0) + A[m x k] · B[k x n]; rows strided by lda/ldb/ldc, unit columns.
+constexpr int64_t kPanel = 16;
+
+inline int64_t n_panels(int64_t n) { return (n + kPanel - 1) / kPanel; }
+
+// Bp from B row-major (k x n, row stride ldb); panel stride k·16.
 template <typename T>
-void gemm_generic(int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, const T *B,
-                  int64_t ldb, T *C, int64_t ldc, bool acc)
+void pack_rows(const T *B, int64_t ldb, int64_t k, int64_t n, T *Bp)
 {
-    for (int64_t i = 0; i < m; i++) {
-        T *c = C + i * ldc;
-        if (!acc)
-            for (int64_t j = 0; j < n; j++)
-                c[j] = 0;
-        const T *a = A + i * lda;
-        for (int64_t p = 0; p < k; p++) {
-            const T ap = a[p];
-            const T *b = B + p * ldb;
-            for (int64_t j = 0; j < n; j++)
-                c[j] += ap * b[j];
+    for (int64_t p = 0; p < n_panels(n); p++) {
+        int64_t j0 = p * kPanel, w = std::min(kPanel, n - j0);
+        T *dst = Bp + p * k * kPanel;
+        for (int64_t kk = 0; kk < k; kk++) {
+            const T *src = B + kk * ldb + j0;
+            for (int64_t jj = 0; jj < kPanel; jj++)
+                dst[kk * kPanel + jj] = jj < w ? src[jj] : T(0);
         }
     }
 }
+
+// Bp for B = Sᵀ, S row-major (n x k, row stride lds): B[kk][j] = S[j][kk]; panel stride k·16.
+template <typename T>
+void pack_cols(const T *S, int64_t lds, int64_t k, int64_t n, T *Bp)
+{
+    for (int64_t p = 0; p < n_panels(n); p++) {
+        int64_t j0 = p * kPanel, w = std::min(kPanel, n - j0);
+        T *dst = Bp + p * k * kPanel;
+        for (int64_t jj = 0; jj < kPanel; jj++) {
+            if (jj < w) {
+                const T *src = S + (j0 + jj) * lds;
+                for (int64_t kk = 0; kk < k; kk++)
+                    dst[kk * kPanel + jj] = src[kk];
+            } else {
+                for (int64_t kk = 0; kk < k; kk++)
+                    dst[kk * kPanel + jj] = T(0);
+            }
+        }
+    }
+}
+
+template <typename T>
+void gemm_generic(int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, const T *Bp,
+                  int64_t bps, T *C, int64_t ldc, bool acc)
+{
+    T c[kPanel];
+    for (int64_t p = 0; p < n_panels(n); p++) {
+        int64_t j0 = p * kPanel, w = std::min(kPanel, n - j0);
+        const T *bp = Bp + p * bps;
+        for (int64_t i = 0; i < m; i++) {
+            T *ci = C + i * ldc + j0;
+            for (int64_t jj = 0; jj < kPanel; jj++)
+                c[jj] = acc && jj < w ? ci[jj] : T(0);
+            const T *a = A + i * lda;
+            for (int64_t kk = 0; kk < k; kk++)
+                for (int64_t jj = 0; jj < kPanel; jj++)
+                    c[jj] += a[kk] * bp[kk * kPanel + jj];
+            for (int64_t jj = 0; jj < w; jj++)
+                ci[jj] = c[jj];
+        }
+    }
+}
+
+#if SN_ATTN_X86
+// A 6 x 16 register tile (12 accumulators), the Haswell-class shape: per k step two loads of
+// the packed panel, six broadcasts of A, twelve FMAs. MR < 6 serves the last rows; w < 16
+// (the last panel of an n that is not a multiple of 16) loads and stores through a mask.
+template <int MR>
+SN_AVX2 inline void tile_avx2(int64_t k, const float *A, int64_t lda, const float *bp,
+                              float *C, int64_t ldc, bool acc, int64_t w)
+{
+    __m256 c0[MR], c1[MR];
+    __m256i m0 = _mm256_setzero_si256(), m1 = _mm256_setzero_si256();
+    if (w < kPanel) {
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), lane);
+        m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w - 8), lane);
+    }
+    for (int r = 0; r < MR; r++) {
+        if (!acc) {
+            c0[r] = c1[r] = _mm256_setzero_ps();
+        } else if (w == kPanel) {
+            c0[r] = _mm256_loadu_ps(C + r * ldc);
+            c1[r] = _mm256_loadu_ps(C + r * ldc + 8);
+        } else {
+            c0[r] = _mm256_maskload_ps(C + r * ldc, m0);
+            c1[r] = _mm256_maskload_ps(C + r * ldc + 8, m1);
+        }
+    }
+    for (int64_t p = 0; p < k; p++) {
+        __m256 b0 = _mm256_loadu_ps(bp + p * kPanel), b1 = _mm256_loadu_ps(bp + p * kPanel + 8);
+        for (int r = 0; r < MR; r++) {
+            __m256 a = _mm256_broadcast_ss(A + r * lda + p);
+            c0[r] = _mm256_fmadd_ps(a, b0, c0[r]);
+            c1[r] = _mm256_fmadd_ps(a, b1, c1[r]);
+        }
+    }
+    for (int r = 0; r < MR; r++) {
+        if (w == kPanel) {
+            _mm256_storeu_ps(C + r * ldc, c0[r]);
+            _mm256_storeu_ps(C + r * ldc + 8, c1[r]);
+        } else {
+            _mm256_maskstore_ps(C + r * ldc, m0, c0[r]);
+            _mm256_maskstore_ps(C + r * ldc + 8, m1, c1[r]);
+        }
+    }
+}
+
+SN_AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
+                       const float *Bp, int64_t bps, float *C, int64_t ldc, bool acc)
+{
+    for (int64_t p = 0; p < n_panels(n); p++) {
+        int64_t j0 = p * kPanel, w = std::min(kPanel, n - j0);
+        const float *bp = Bp + p * bps;
+        int64_t i = 0;
+        for (; i + 6 <= m; i += 6)
+            tile_avx2<6>(k, A + i * lda, lda, bp, C + i * ldc + j0, ldc, acc, w);
+        const float *a = A + i * lda;
+        float *c = C + i * ldc + j0;
+        switch (m - i) {
+        case 5: tile_avx2<5>(k, a, lda, bp, c, ldc, acc, w); break;
+        case 4: tile_avx2<4>(k, a, lda, bp, c, ldc, acc, w); break;
+        case 3: tile_avx2<3>(k, a, lda, bp, c, ldc, acc, w); break;
+        case 2: tile_avx2<2>(k, a, lda, bp, c, ldc, acc, w); break;
+        case 1: tile_avx2<1>(k, a, lda, bp, c, ldc, acc, w); break;
+        default: break;
+        }
+    }
+}
+#endif
 
 // x[j] = exp(x[j] − mx) for j < n (x may hold −inf: gives 0); returns Σ x[j].
 template <typename T>
@@ -80,54 +195,6 @@ T exp_sum_generic(T *x, int64_t n, T mx)
 }
 
 #if SN_ATTN_X86
-// A 6 x 16 register tile (12 accumulators), the Haswell-class shape: per k step two loads of
-// B, six broadcasts of A, twelve FMAs. MR < 6 serves the last rows.
-template <int MR>
-SN_AVX2 inline void tile_avx2(int64_t k, const float *A, int64_t lda, const float *B,
-                              int64_t ldb, float *C, int64_t ldc, bool acc)
-{
-    __m256 c0[MR], c1[MR];
-    for (int r = 0; r < MR; r++) {
-        c0[r] = acc ? _mm256_loadu_ps(C + r * ldc) : _mm256_setzero_ps();
-        c1[r] = acc ? _mm256_loadu_ps(C + r * ldc + 8) : _mm256_setzero_ps();
-    }
-    for (int64_t p = 0; p < k; p++) {
-        __m256 b0 = _mm256_loadu_ps(B + p * ldb), b1 = _mm256_loadu_ps(B + p * ldb + 8);
-        for (int r = 0; r < MR; r++) {
-            __m256 a = _mm256_broadcast_ss(A + r * lda + p);
-            c0[r] = _mm256_fmadd_ps(a, b0, c0[r]);
-            c1[r] = _mm256_fmadd_ps(a, b1, c1[r]);
-        }
-    }
-    for (int r = 0; r < MR; r++) {
-        _mm256_storeu_ps(C + r * ldc, c0[r]);
-        _mm256_storeu_ps(C + r * ldc + 8, c1[r]);
-    }
-}
-
-SN_AVX2 void gemm_avx2(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
-                       const float *B, int64_t ldb, float *C, int64_t ldc, bool acc)
-{
-    int64_t n16 = n - n % 16;
-    for (int64_t j = 0; j < n16; j += 16) {
-        int64_t i = 0;
-        for (; i + 6 <= m; i += 6)
-            tile_avx2<6>(k, A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, acc);
-        const float *a = A + i * lda;
-        float *c = C + i * ldc + j;
-        switch (m - i) {
-        case 5: tile_avx2<5>(k, a, lda, B + j, ldb, c, ldc, acc); break;
-        case 4: tile_avx2<4>(k, a, lda, B + j, ldb, c, ldc, acc); break;
-        case 3: tile_avx2<3>(k, a, lda, B + j, ldb, c, ldc, acc); break;
-        case 2: tile_avx2<2>(k, a, lda, B + j, ldb, c, ldc, acc); break;
-        case 1: tile_avx2<1>(k, a, lda, B + j, ldb, c, ldc, acc); break;
-        default: break;
-        }
-    }
-    if (n16 < n) // the last n % 16 columns
-        gemm_generic<float>(m, n - n16, k, A, lda, B + n16, ldb, C + n16, ldc, acc);
-}
-
 // exp on 8 lanes: Cephes' expf (range reduction by ln 2 in two parts, degree-5 polynomial,
 // relative error < 2e-7 on [−87, 88]); inputs below −87.3 (−inf included) give exactly 0.
 SN_AVX2 inline __m256 exp256(__m256 x)
@@ -188,7 +255,7 @@ bool cpu_has_avx2_fma()
 template <typename T>
 struct Kernels {
     void (*gemm)(int64_t, int64_t, int64_t, const T *, int64_t, const T *, int64_t, T *,
-                 int64_t, bool) = gemm_generic<T>;
+                 int64_t, bool) = gemm_generic<T>; // (m, n, k, A, lda, Bp, bps, C, ldc, acc)
     T (*exp_sum)(T *, int64_t, T) = exp_sum_generic<T>;
 };
 
@@ -286,22 +353,21 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
     const T scale = (T)d.scale;
     const int64_t D = d.D, Tk = d.Tk;
     at::parallel_for(0, d.B * d.Hq, 1, [&](int64_t t0, int64_t t1) {
-        std::vector<T> kt((size_t)(D * Tk)), s((size_t)(kBlockRows * Tk)), vmean((size_t)D);
+        const int64_t np = n_panels(Tk) * kPanel, dp16 = n_panels(D) * kPanel;
+        std::vector<T> kp((size_t)(D * np)), vp((size_t)(Tk * dp16)),
+            s((size_t)(kBlockRows * Tk)), vmean((size_t)D);
         for (int64_t task = t0; task < t1; task++) {
             int64_t b = task / d.Hq, h = task % d.Hq, g = h / d.n_rep;
-            // Kᵀ of this kv head (D x Tk), so the score product is a plain row-major one
-            for (int64_t j = 0; j < Tk; j++) {
-                const T *kr = Kv.row(b, g, j);
-                for (int64_t c = 0; c < D; c++)
-                    kt[(size_t)(c * Tk + j)] = kr[c];
-            }
+            // B operands of this kv head, packed once: Kᵀ (D x Tk) and V (Tk x D)
+            pack_cols(Kv.row(b, g, 0), Kv.st, D, Tk, kp.data());
+            pack_rows(V.row(b, g, 0), V.st, Tk, D, vp.data());
             bool have_mean = false;
             for (int64_t i0 = 0; i0 < d.Tq; i0 += kBlockRows) {
                 int64_t mb = std::min(kBlockRows, d.Tq - i0);
                 int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
                 if (kend > 0)
-                    K.gemm(mb, kend, D, Q.row(b, h, i0), Q.st, kt.data(), Tk, s.data(), kend,
-                           false);
+                    K.gemm(mb, kend, D, Q.row(b, h, i0), Q.st, kp.data(), D * kPanel, s.data(),
+                           kend, false);
                 T *lrow = L + (b * d.Hq + h) * d.Tq;
                 for (int64_t r = 0; r < mb; r++) {
                     int64_t i = i0 + r;
@@ -321,7 +387,7 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                 }
                 T *o = O.row(b, h, i0);
                 if (kend > 0)
-                    K.gemm(mb, D, kend, s.data(), kend, V.row(b, g, 0), V.st, o, O.st, false);
+                    K.gemm(mb, D, kend, s.data(), kend, vp.data(), Tk * kPanel, o, O.st, false);
                 for (int64_t r = 0; r < mb; r++) {
                     if (lrow[i0 + r] != -std::numeric_limits<T>::infinity())
                         continue;
@@ -358,18 +424,18 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
     const T scale = (T)d.scale, ninf = -std::numeric_limits<T>::infinity();
     const int64_t D = d.D, Tk = d.Tk, Mb = kBlockRows;
     at::parallel_for(0, d.B * d.Hkv, 1, [&](int64_t t0, int64_t t1) {
-        std::vector<T> kt((size_t)(D * Tk)), vt((size_t)(D * Tk)), p((size_t)(Mb * Tk)),
+        const int64_t np = n_panels(Tk) * kPanel, dp16 = n_panels(D) * kPanel;
+        std::vector<T> kp((size_t)(D * np)), vtp((size_t)(D * np)), krp((size_t)(Tk * dp16)),
+            qbp((size_t)(Mb * dp16)), dobp((size_t)(Mb * dp16)), p((size_t)(Mb * Tk)),
             dp((size_t)(Mb * Tk)), tr((size_t)(Tk * Mb)), dka((size_t)(Tk * D)),
             dva((size_t)(Tk * D)), di((size_t)Mb);
         for (int64_t task = t0; task < t1; task++) {
             int64_t b = task / d.Hkv, g = task % d.Hkv;
-            for (int64_t j = 0; j < Tk; j++) {
-                const T *kr = Kv.row(b, g, j), *vr = V.row(b, g, j);
-                for (int64_t c = 0; c < D; c++) {
-                    kt[(size_t)(c * Tk + j)] = kr[c];
-                    vt[(size_t)(c * Tk + j)] = vr[c];
-                }
-            }
+            // packed once per kv head: Kᵀ and Vᵀ (D x Tk) for the scores and dP, K (Tk x D)
+            // for dQ
+            pack_cols(Kv.row(b, g, 0), Kv.st, D, Tk, kp.data());
+            pack_cols(V.row(b, g, 0), V.st, D, Tk, vtp.data());
+            pack_rows(Kv.row(b, g, 0), Kv.st, Tk, D, krp.data());
             std::fill(dka.begin(), dka.end(), T(0));
             std::fill(dva.begin(), dva.end(), T(0));
             for (int64_t h = g * d.n_rep; h < (g + 1) * d.n_rep; h++) {
@@ -394,7 +460,7 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                         continue;
                     }
                     // P = exp(x − lse), recomputed from the scores
-                    K.gemm(mb, kend, D, qb, Q.st, kt.data(), Tk, p.data(), kend, false);
+                    K.gemm(mb, kend, D, qb, Q.st, kp.data(), D * kPanel, p.data(), kend, false);
                     for (int64_t r = 0; r < mb; r++) {
                         int64_t i = i0 + r;
                         T *x = p.data() + r * kend;
@@ -411,10 +477,13 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                         di[(size_t)r] = acc;
                     }
                     // dV[:kend] += Pᵀ dO
+                    pack_rows(dob, dO.st, mb, D, dobp.data());
                     transpose(p.data(), mb, kend, kend, tr.data());
-                    K.gemm(kend, D, mb, tr.data(), mb, dob, dO.st, dva.data(), D, true);
+                    K.gemm(kend, D, mb, tr.data(), mb, dobp.data(), mb * kPanel, dva.data(), D,
+                           true);
                     // dP = dO Vᵀ;  dS = scale · P ∘ (dP − Di)
-                    K.gemm(mb, kend, D, dob, dO.st, vt.data(), Tk, dp.data(), kend, false);
+                    K.gemm(mb, kend, D, dob, dO.st, vtp.data(), D * kPanel, dp.data(), kend,
+                           false);
                     for (int64_t r = 0; r < mb; r++) {
                         T *ds = dp.data() + r * kend;
                         const T *pr = p.data() + r * kend;
@@ -423,10 +492,12 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                             ds[j] = scale * pr[j] * (ds[j] - dr);
                     }
                     // dQ = dS K;  dK[:kend] += dSᵀ Q
-                    K.gemm(mb, D, kend, dp.data(), kend, Kv.row(b, g, 0), Kv.st, dqb, dQ.st,
+                    K.gemm(mb, D, kend, dp.data(), kend, krp.data(), Tk * kPanel, dqb, dQ.st,
                            false);
+                    pack_rows(qb, Q.st, mb, D, qbp.data());
                     transpose(dp.data(), mb, kend, kend, tr.data());
-                    K.gemm(kend, D, mb, tr.data(), mb, qb, Q.st, dka.data(), D, true);
+                    K.gemm(kend, D, mb, tr.data(), mb, qbp.data(), mb * kPanel, dka.data(), D,
+                           true);
                 }
             }
             for (int64_t j = 0; j < Tk; j++) {
