@@ -54,13 +54,16 @@ using torch::autograd::variable_list;
 template <class T> struct IntOf;
 template <> struct IntOf<float> {
     typedef int32_t t;
+    typedef uint32_t u;
 };
 template <> struct IntOf<double> {
     typedef int64_t t;
+    typedef uint64_t u;
 };
 template <class T, int W> struct Vec {
     typedef T v __attribute__((vector_size(W)));
     typedef typename IntOf<T>::t i __attribute__((vector_size(W)));
+    typedef typename IntOf<T>::u u __attribute__((vector_size(W))); // wrapping arithmetic
     static constexpr int N = W / (int)sizeof(T);
 };
 
@@ -116,7 +119,8 @@ template <int W> SN_INLINE typename Vec<float, W>::v vsigmoid(typename Vec<float
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    I e = ((I)t - 0x4B400000 + 127) << 23;
+    typedef typename Vec<float, W>::u U;
+    U e = ((U)t - 0x4B400000u + 127u) << 23; // in [1, 254] << 23 after the clamp
     return 1.0f / (1.0f + p * (V)e);
 }
 // f64 (the reference/test dtype): libm's exp per lane.
