@@ -129,6 +129,7 @@ SN_AVX2 inline void tile_avx2(int64_t k, const float *A, int64_t lda, const floa
         m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), lane);
         m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w - 8), lane);
     }
+#pragma GCC unroll 6
     for (int r = 0; r < MR; r++) {
         if (!acc) {
             c0[r] = c1[r] = _mm256_setzero_ps();
@@ -142,12 +143,14 @@ SN_AVX2 inline void tile_avx2(int64_t k, const float *A, int64_t lda, const floa
     }
     for (int64_t p = 0; p < k; p++) {
         __m256 b0 = _mm256_loadu_ps(bp + p * kPanel), b1 = _mm256_loadu_ps(bp + p * kPanel + 8);
-        for (int r = 0; r < MR; r++) {
+    #pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
             __m256 a = _mm256_broadcast_ss(A + r * lda + p);
             c0[r] = _mm256_fmadd_ps(a, b0, c0[r]);
             c1[r] = _mm256_fmadd_ps(a, b1, c1[r]);
         }
     }
+#pragma GCC unroll 6
     for (int r = 0; r < MR; r++) {
         if (w == kPanel) {
             _mm256_storeu_ps(C + r * ldc, c0[r]);
