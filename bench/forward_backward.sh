@@ -6,9 +6,10 @@
 # PyTorch eager (bench/ref/forward_backward_ref.py, /usr/bin/python3) with the same thread
 # count, the ratio, achieved GFLOP/s as a fraction of BUILD/bench/gemm_peak.txt (written by
 # bench/aten.sh), peak RSS of both processes, the BLAS each mapped, and where the time goes.
-# sentinel keeps freed activation blocks in the process (sn_tune_host_allocator); PyTorch is
-# measured both with glibc's defaults (as users run it) and with the same malloc settings.
-# Env: FB_ITERS_TINY (5), FB_ITERS_100M (1), FB_WARMUP_100M (1), FB_THREADS (default: nproc,
+# sentinel keeps freed activation blocks in the process (sn_tune_host_allocator) and runs
+# OpenMP with the passive wait policy (set by `sentinel` for sentinel-torch); PyTorch is
+# measured both with the defaults (as users run it) and with the same two settings.
+# Env: FB_ITERS_TINY (5), FB_ITERS_100M (3), FB_WARMUP_100M (1), FB_THREADS (default: nproc,
 # the thread count bench_gemm_peak measures the peak with).
 set -euo pipefail
 build=${1:-build}
@@ -30,17 +31,19 @@ run_config() {
   local threads_arg=()
   threads_arg=(--threads "${FB_THREADS:-$(nproc)}")
   local ours ref=""
-  ours=$("$b" --config "$cfg" --seq 512 --batch 8 --rank 16 --iters "$iters" \
-         --warmup "$warm" "${threads_arg[@]}")
+  # OMP_WAIT_POLICY as `sentinel` sets it for sentinel-torch (cli/torch_shim.c)
+  ours=$(env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" "$b" --config "$cfg" --seq 512 \
+         --batch 8 --rank 16 --iters "$iters" --warmup "$warm" "${threads_arg[@]}")
   local th; th=$(get threads "$ours")
   local ref_tuned=""
   if [ "$have_torch" = 1 ]; then
     ref=$(/usr/bin/python3 "$src/bench/ref/forward_backward_ref.py" --config "$cfg" --seq 512 \
           --batch 8 --rank 16 --iters "$iters" --warmup "$warm" --threads "$th")
-    # PyTorch again with glibc told what sentinel tells it (sn_tune_host_allocator), so the
-    # second ratio isolates everything but the allocator setting.
+    # PyTorch again with the process settings sentinel-torch runs with: glibc told what
+    # sn_tune_host_allocator tells it, and libgomp's passive wait policy (cli/torch_shim.c),
+    # so the second ratio isolates the code from the settings.
     ref_tuned=$(env MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 \
-          MALLOC_TOP_PAD_=67108864 /usr/bin/python3 "$src/bench/ref/forward_backward_ref.py" \
+          MALLOC_TOP_PAD_=67108864 OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$src/bench/ref/forward_backward_ref.py" \
           --config "$cfg" --seq 512 --batch 8 --rank 16 --iters "$iters" --warmup "$warm" \
           --threads "$th")
   fi
@@ -56,12 +59,12 @@ run_config() {
     printf '%-16s %12s %10s %10s %10s %12s\n' pytorch_eager "$rtps" "$(get step_s "$ref")" \
       "$(get fwd_s "$ref")" "$(get bwd_s "$ref")" "$(get peak_rss_mb "$ref")"
     local ttps; ttps=$(get tokens_per_s "$ref_tuned")
-    printf '%-16s %12s %10s %10s %10s %12s\n' pytorch_tunedmem "$ttps" \
+    printf '%-16s %12s %10s %10s %10s %12s\n' pytorch_samesets "$ttps" \
       "$(get step_s "$ref_tuned")" "$(get fwd_s "$ref_tuned")" "$(get bwd_s "$ref_tuned")" \
       "$(get peak_rss_mb "$ref_tuned")"
     awk -v a="$tps" -v b="$rtps" 'BEGIN { printf "ratio sentinel/pytorch eager (defaults): %.2fx\n", a / b }'
     awk -v a="$tps" -v b="$ttps" \
-      'BEGIN { printf "ratio sentinel/pytorch eager (same glibc malloc settings): %.2fx\n", a / b }'
+      'BEGIN { printf "ratio sentinel/pytorch eager (same malloc and OpenMP settings): %.2fx\n", a / b }'
   else
     echo "pytorch_eager: skipped (/usr/bin/python3 cannot import torch)"
   fi
@@ -84,7 +87,7 @@ run_config() {
   echo
 }
 
-# The ~100M step is ~1 TFLOP: one warm-up step (the first step pays ~5 GB of fresh page faults
-# and is ~1.7x slower on both sides) and one timed step keep the run to a few minutes.
+# The ~100M step is ~1 TFLOP: one warm-up step (the first step pays the fresh page faults and
+# is much slower on both sides) and three timed steps keep the run to several minutes.
 run_config tiny "${FB_ITERS_TINY:-5}" 1
-run_config 100m "${FB_ITERS_100M:-1}" "${FB_WARMUP_100M:-1}"
+run_config 100m "${FB_ITERS_100M:-3}" "${FB_WARMUP_100M:-1}"

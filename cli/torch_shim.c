@@ -27,6 +27,11 @@ static int hand_over(const char *cmd, int argc, char **argv)
         args[0] = helper;
         for (int i = 0; i < argc; i++)
             args[i + 1] = argv[i];
+        /* libgomp reads its wait policy once, when sentinel-torch loads, so it is set here.
+        ** ATen's OpenMP pool and OpenBLAS's pthread pool share the cores: OpenMP workers
+        ** spinning after a fused kernel slow the GEMM that follows (bench/forward_backward.sh:
+        ** +15% training throughput on 2 cores). A user's own setting wins. */
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
         fflush(NULL);
         execv(helper, args);
         int e = errno;
