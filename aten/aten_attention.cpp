@@ -197,7 +197,61 @@ T exp_sum_generic(T *x, int64_t n, T mx)
     return s;
 }
 
+// x[j] = scale·x[j] + bias[j] for j < n; returns the max (−inf for n <= 0).
+template <typename T>
+T scale_bias_max_generic(T *x, int64_t n, const T *bias, T scale)
+{
+    T mx = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j < n; j++) {
+        x[j] = x[j] * scale + bias[j];
+        mx = std::max(mx, x[j]);
+    }
+    return mx;
+}
+
+// dS = scale · P ∘ (dP − Di), in place over dp.
+template <typename T>
+void softmax_grad_generic(T *dp, const T *p, int64_t n, T scale, T di)
+{
+    for (int64_t j = 0; j < n; j++)
+        dp[j] = scale * p[j] * (dp[j] - di);
+}
+
 #if SN_ATTN_X86
+SN_AVX2 float scale_bias_max_avx2(float *x, int64_t n, const float *bias, float scale)
+{
+    __m256 s = _mm256_set1_ps(scale), m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), s, _mm256_loadu_ps(bias + j));
+        _mm256_storeu_ps(x + j, v);
+        m = _mm256_max_ps(m, v);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, m);
+    float mx = lanes[0];
+    for (int l = 1; l < 8; l++)
+        mx = std::max(mx, lanes[l]);
+    for (; j < n; j++) {
+        x[j] = x[j] * scale + bias[j];
+        mx = std::max(mx, x[j]);
+    }
+    return mx;
+}
+
+SN_AVX2 void softmax_grad_avx2(float *dp, const float *p, int64_t n, float scale, float di)
+{
+    __m256 s = _mm256_set1_ps(scale), d = _mm256_set1_ps(di);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_mul_ps(s, _mm256_loadu_ps(p + j)),
+                                 _mm256_sub_ps(_mm256_loadu_ps(dp + j), d));
+        _mm256_storeu_ps(dp + j, v);
+    }
+    for (; j < n; j++)
+        dp[j] = scale * p[j] * (dp[j] - di);
+}
+
 // exp on 8 lanes: Cephes' expf (range reduction by ln 2 in two parts, degree-5 polynomial,
 // relative error < 2e-7 on [−87, 88]); inputs below −87.3 (−inf included) give exactly 0.
 SN_AVX2 inline __m256 exp256(__m256 x)
@@ -254,12 +308,14 @@ bool cpu_has_avx2_fma()
 }
 #endif
 
-// The two kernels a dtype runs on.
+// The kernels a dtype runs on.
 template <typename T>
 struct Kernels {
     void (*gemm)(int64_t, int64_t, int64_t, const T *, int64_t, const T *, int64_t, T *,
                  int64_t, bool) = gemm_generic<T>; // (m, n, k, A, lda, Bp, bps, C, ldc, acc)
     T (*exp_sum)(T *, int64_t, T) = exp_sum_generic<T>;
+    T (*scale_bias_max)(T *, int64_t, const T *, T) = scale_bias_max_generic<T>;
+    void (*softmax_grad)(T *, const T *, int64_t, T, T) = softmax_grad_generic<T>;
 };
 
 template <typename T>
@@ -276,6 +332,8 @@ Kernels<float> kernels_for<float>()
     if (cpu_has_avx2_fma()) {
         k.gemm = gemm_avx2;
         k.exp_sum = exp_sum_avx2;
+        k.scale_bias_max = scale_bias_max_avx2;
+        k.softmax_grad = softmax_grad_avx2;
     }
 #endif
     return k;
@@ -329,16 +387,10 @@ void transpose(const T *src, int64_t r, int64_t c, int64_t ld, T *dst)
 // Masked, scaled scores of one row, in place: x[j] = scale·x[j] + bias[j] for j < jend,
 // −inf for jend <= j < n. Returns the row max (−inf when no key is allowed).
 template <typename T>
-T mask_row(T *x, int64_t n, int64_t jend, const T *bias, T scale)
+T mask_row(const Kernels<T> &K, T *x, int64_t n, int64_t jend, const T *bias, T scale)
 {
-    const T ninf = -std::numeric_limits<T>::infinity();
-    T mx = ninf;
-    for (int64_t j = 0; j < jend; j++) {
-        x[j] = x[j] * scale + bias[j];
-        mx = std::max(mx, x[j]);
-    }
-    for (int64_t j = std::max<int64_t>(jend, 0); j < n; j++)
-        x[j] = ninf;
+    T mx = K.scale_bias_max(x, jend, bias, scale);
+    std::fill(x + std::max<int64_t>(jend, 0), x + n, -std::numeric_limits<T>::infinity());
     return mx;
 }
 
@@ -358,7 +410,7 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
     at::parallel_for(0, d.B * d.Hq, 1, [&](int64_t t0, int64_t t1) {
         const int64_t np = n_panels(Tk) * kPanel, dp16 = n_panels(D) * kPanel;
         std::vector<T> kp((size_t)(D * np)), vp((size_t)(Tk * dp16)),
-            s((size_t)(kBlockRows * Tk)), vmean((size_t)D);
+            s((size_t)(kBlockRows * Tk)), vmean((size_t)D), rinv((size_t)kBlockRows);
         for (int64_t task = t0; task < t1; task++) {
             int64_t b = task / d.Hq, h = task % d.Hq, g = h / d.n_rep;
             // B operands of this kv head, packed once: Kᵀ (D x Tk) and V (Tk x D)
@@ -375,7 +427,7 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                 for (int64_t r = 0; r < mb; r++) {
                     int64_t i = i0 + r;
                     T *x = s.data() + r * kend;
-                    T mx = mask_row<T>(x, kend, d.key_end(i), bias.data() + b * Tk, scale);
+                    T mx = mask_row<T>(K, x, kend, d.key_end(i), bias.data() + b * Tk, scale);
                     if (mx == -std::numeric_limits<T>::infinity()) {
                         lrow[i] = mx; // no key allowed: uniform row, filled below
                         for (int64_t j = 0; j < kend; j++)
@@ -384,16 +436,18 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                     }
                     T l = K.exp_sum(x, kend, mx);
                     lrow[i] = mx + std::log(l);
-                    T inv = T(1) / l;
-                    for (int64_t j = 0; j < kend; j++)
-                        x[j] *= inv;
+                    rinv[(size_t)r] = T(1) / l;
                 }
+                // O = (P V) / l: the row sums divide the D outputs, not the kend probabilities
                 T *o = O.row(b, h, i0);
                 if (kend > 0)
                     K.gemm(mb, D, kend, s.data(), kend, vp.data(), Tk * kPanel, o, O.st, false);
                 for (int64_t r = 0; r < mb; r++) {
-                    if (lrow[i0 + r] != -std::numeric_limits<T>::infinity())
+                    if (lrow[i0 + r] != -std::numeric_limits<T>::infinity()) {
+                        for (int64_t c = 0; c < D; c++)
+                            o[r * O.st + c] *= rinv[(size_t)r];
                         continue;
+                    }
                     if (!have_mean) { // mean of V over all Tk keys (the composed semantics)
                         std::fill(vmean.begin(), vmean.end(), T(0));
                         for (int64_t j = 0; j < Tk; j++) {
@@ -467,7 +521,7 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                     for (int64_t r = 0; r < mb; r++) {
                         int64_t i = i0 + r;
                         T *x = p.data() + r * kend;
-                        mask_row<T>(x, kend, d.key_end(i), bias.data() + b * Tk, scale);
+                        mask_row<T>(K, x, kend, d.key_end(i), bias.data() + b * Tk, scale);
                         if (lrow[i] == ninf)
                             std::fill(x, x + kend, T(0));
                         else
@@ -491,8 +545,7 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                         T *ds = dp.data() + r * kend;
                         const T *pr = p.data() + r * kend;
                         const T dr = di[(size_t)r];
-                        for (int64_t j = 0; j < kend; j++)
-                            ds[j] = scale * pr[j] * (ds[j] - dr);
+                        K.softmax_grad(ds, pr, kend, scale, dr);
                     }
                     // dQ = dS K;  dK[:kend] += dSᵀ Q
                     K.gemm(mb, D, kend, dp.data(), kend, krp.data(), Tk * kPanel, dqb, dQ.st,
