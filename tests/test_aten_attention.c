@@ -11,18 +11,13 @@
 ** owner task), and the output is laid out as (B,T,H,D) so the model's transpose back is free. */
 #include "aten/aten.h"
 #include "tests/testutil.h"
+#include "tests/testutil_aten.h"
 
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 static struct sn_err E;
-#define OK(call)                                                                             \
-    do {                                                                                     \
-        sn_err_clear(&E);                                                                    \
-        int rc_ = (call);                                                                    \
-        CHECK_MSG(rc_ == SN_OK, "rc %d: %s", rc_, E.msg);                                    \
-    } while (0)
 
 struct shape {
     const char *name;

@@ -6,6 +6,7 @@
 ** Also: a world of one without any environment (collectives are no-ops) and bad environments. */
 #include "aten/aten.h"
 #include "tests/testutil.h"
+#include "tests/testutil_aten.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,12 +19,6 @@
 
 extern char **environ;
 static struct sn_err E;
-#define OK(call)                                                                             \
-    do {                                                                                     \
-        sn_err_clear(&E);                                                                    \
-        int rc_ = (call);                                                                    \
-        CHECK_MSG(rc_ == SN_OK, "rc %d: %s", rc_, E.msg);                                    \
-    } while (0)
 
 static struct sn_tensor *vec(const double *v, int64_t n, enum sn_dtype dt)
 {

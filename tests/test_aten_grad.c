@@ -8,14 +8,9 @@
 ** margin while still catching any wrong term (those are O(1)). */
 #include "aten/aten.h"
 #include "tests/testutil.h"
+#include "tests/testutil_aten.h"
 
 static struct sn_err E;
-#define OK(call)                                                                             \
-    do {                                                                                     \
-        sn_err_clear(&E);                                                                    \
-        int rc_ = (call);                                                                    \
-        CHECK_MSG(rc_ == SN_OK, "rc %d: %s", rc_, E.msg);                                    \
-    } while (0)
 
 static struct sn_aten_gen *G;
 

@@ -4,17 +4,12 @@
 ** and host I/O. Gradients are in test_aten_grad.c. */
 #include "aten/aten.h"
 #include "tests/testutil.h"
+#include "tests/testutil_aten.h"
 
 #include <errno.h>
 #include <stdint.h>
 
 static struct sn_err E;
-#define OK(call)                                                                             \
-    do {                                                                                     \
-        sn_err_clear(&E);                                                                    \
-        int rc_ = (call);                                                                    \
-        CHECK_MSG(rc_ == SN_OK, "rc %d: %s", rc_, E.msg);                                    \
-    } while (0)
 
 /* A tensor of dtype dt from doubles. */
 static struct sn_tensor *mk(const double *v, const int64_t *shape, int ndim, enum sn_dtype dt)
