@@ -1,7 +1,7 @@
 // aten/aten_fused.cpp: fused CPU kernels for RMSNorm, rotary embedding and SwiGLU (see
 // aten_fused.hpp). Each op is one torch::autograd::Function whose forward and backward each make
 // a single pass over their operands, parallelised over rows on ATen's intra-op pool (so
-// at::set_num_threads applies; see parallel_chunks for why not at::parallel_for directly).
+// at::set_num_threads applies; see parallel_chunks).
 //
 // Vectorisation: the build is -O2 with no -march flag, and GCC's -O2 cost model ("very cheap")
 // does not vectorise a loop whose trip count is unknown. The inner loops are therefore written
@@ -21,7 +21,6 @@
 #include "aten/aten_fused.hpp"
 
 #include <ATen/Parallel.h>
-#include <ATen/TensorIterator.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
@@ -193,36 +192,14 @@ static void no_double_backward(const char *op)
                 ": the fused CPU kernel has no double backward (create_graph=true)");
 }
 
-// Runs f(begin, end) over sub-ranges of [0, n) on ATen's intra-op thread pool, each range at
-// least `grain` long (except the last). Why not at::parallel_for: this libtorch is built with
-// OpenMP, and at::parallel_for is a header-inline `#pragma omp parallel`, which runs serially in
-// a translation unit compiled without -fopenmp (ours: the build adds no such flag). So the split
-// is done by TensorIteratorBase::for_each, which is compiled inside libtorch and runs
-// at::parallel_for there, over a 1-D byte tensor of n elements whose element addresses give the
-// range (the bytes themselves are never read or written).
+// Runs f(begin, end) over sub-ranges of [0, n) on ATen's intra-op pool, each range at least
+// `grain` long (except the last). at::parallel_for is an inline `#pragma omp parallel` in this
+// libtorch, so it splits the work only because aten/ is compiled with OpenMP (CMakeLists.txt,
+// GCC); elsewhere it runs f(0, n) on the calling thread, which is correct, only slower.
 template <class F> static void parallel_chunks(int64_t n, int64_t grain, const F &f)
 {
-    if (n <= 0)
-        return;
-    if (n <= grain || at::get_num_threads() <= 1 || at::in_parallel_region()) {
-        f(int64_t(0), n);
-        return;
-    }
-    at::Tensor idx = at::empty({n}, at::TensorOptions().dtype(at::kByte));
-    at::TensorIterator it = at::TensorIteratorConfig()
-                                .add_output(idx)
-                                .resize_outputs(false)
-                                .check_all_same_dtype(false)
-                                .build();
-    const char *base = static_cast<const char *>(idx.data_ptr());
-    it.for_each(
-        [&](char **data, const int64_t *strides, int64_t n0, int64_t n1) {
-            for (int64_t k = 0; k < n1; k++) {
-                int64_t b = (data[0] + k * strides[1]) - base;
-                f(b, b + n0);
-            }
-        },
-        grain);
+    if (n > 0)
+        at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) { f(b, e); });
 }
 
 static int64_t rows_grain(int64_t d)
