@@ -423,13 +423,26 @@ static void grads_of(forward_fn f, struct sn_tensor *const *p, int n, void *ctx,
         grads[i] = sn_aten_requires_grad(p[i]) ? grad_of(p[i]) : NULL;
 }
 
+/* loss_value as an sn_test_loss_fn for sn_test_fd_compare */
+struct fd_args {
+    forward_fn               f;
+    struct sn_tensor *const *p;
+    void                    *ctx;
+    struct sn_tensor       **R;
+};
+static double fd_loss(void *v)
+{
+    struct fd_args *a = v;
+    return loss_value(a->f, a->p, a->ctx, a->R);
+}
+
 /* Gradient of every f64 leaf in p[0..n) vs central differences. */
 static void fd_check(const char *what, forward_fn f, struct sn_tensor *const *p, int n,
                      void *ctx)
 {
     struct sn_tensor *R = NULL, *an_g[4] = {NULL};
     grads_of(f, p, n, ctx, &R, an_g);
-    const double h = 1e-6;
+    struct fd_args args = {f, p, ctx, &R};
     double worst = 0;
     int bad = 0;
     for (int i = 0; i < n; i++) {
@@ -441,20 +454,8 @@ static void fd_check(const char *what, forward_fn f, struct sn_tensor *const *p,
         OK(sn_aten_to_host(an_g[i], an, SN_DTYPE_F64, ne, &E));
         double *x = sn_tensor_data_ptr(p[i]); /* contiguous f64 CPU leaf */
         CHECK(x != NULL && sn_tensor_dtype(p[i]) == SN_DTYPE_F64);
-        for (size_t j = 0; x && j < ne; j++) {
-            double x0 = x[j];
-            x[j] = x0 + h;
-            double lp = loss_value(f, p, ctx, &R);
-            x[j] = x0 - h;
-            double lm = loss_value(f, p, ctx, &R);
-            x[j] = x0;
-            double fd = (lp - lm) / (2 * h);
-            double e = fabs(fd - an[j]);
-            worst = fmax(worst, e / (1e-7 + 1e-6 * fabs(fd)));
-            if (!(e <= 1e-7 + 1e-6 * fabs(fd)) && bad++ < 5)
-                fprintf(stderr, "FAIL %s: param %d [%zu]: backward %.12g, finite diff %.12g\n",
-                        what, i, j, an[j], fd);
-        }
+        if (x)
+            bad += sn_test_fd_compare(what, i, p[i], an, fd_loss, &args, &worst);
         free(an);
     }
     CHECK_MSG(bad == 0, "%s: %d gradient elements off", what, bad);
