@@ -15,3 +15,16 @@ add_test(NAME layout_llm_links_without_hdf5_torch
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh
                  $<TARGET_FILE:link_llm> "(lib|-l)(hdf5|torch|c10|gloo|pcre2|utf8proc)"
                  ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/link_llm.dir/link.txt)
+
+# Every #include and every sn_module(... DEPS ...) follows the module table (docs/modules.txt);
+# no C++ outside aten/. README.md, docs/ and source comments cite only files and sections that
+# exist inside the repository (docs/design.md §7).
+find_program(SN_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT SN_PYTHON3)
+  find_program(SN_PYTHON3 NAMES python3 REQUIRED)
+endif()
+add_test(NAME layout_includes
+         COMMAND ${SN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_layout.py ${CMAKE_SOURCE_DIR})
+add_test(NAME layout_docs
+         COMMAND ${SN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_docs.py ${CMAKE_SOURCE_DIR})
+set_tests_properties(layout_includes layout_docs PROPERTIES LABELS "noasan")
