@@ -9,7 +9,7 @@
 ** so tests can interrupt a build at a deterministic point mid-shard. */
 #include "cli/cli.h"
 #include "data/sim/backend.h"
-#include "data/tuples.h"
+#include "data/build.h"
 
 #include <errno.h>
 #include <getopt.h>

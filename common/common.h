@@ -178,6 +178,42 @@ int  sn_sha256_file(const char *path, char hex[65], struct sn_err *err);
 /* 64-bit FNV-1a, for in-memory hash tables (not for anything stored). */
 uint64_t sn_hash64(const void *data, size_t n);
 
+/* An open-addressing hash map from byte strings to size_t values (linear probing, load <= 1/2,
+** capacity a power of two). Keys are copied (with a NUL after them, so a text key reads as a C
+** string); they may hold any bytes, digests included. Zero-initialise; sn_strmap_free releases.
+** Slots are not in insertion order: iterate nothing that is printed in slot order. */
+struct sn_strmap_slot {
+    char  *key; /* NULL: empty slot */
+    size_t len;
+    size_t val;
+};
+struct sn_strmap {
+    struct sn_strmap_slot *slots;
+    size_t cap, n;
+};
+/* The value stored under key, or NULL when key is absent (borrowed; valid until the next put). */
+size_t *sn_strmap_find(const struct sn_strmap *m, const void *key, size_t len);
+bool sn_strmap_has(const struct sn_strmap *m, const void *key, size_t len);
+/* Inserts key with val unless it is present (then the stored value stays). *added (may be NULL)
+** says which happened. Fails only for memory (SN_E_NOMEM, "out of memory"). */
+int  sn_strmap_put(struct sn_strmap *m, const void *key, size_t len, size_t val, bool *added,
+                   struct sn_err *err);
+void sn_strmap_free(struct sn_strmap *m); /* back to the zero state */
+
+/* ---- text and paths ----------------------------------------------------------------------- */
+
+/* Strict UTF-8 (RFC 3629): rejects overlong forms, surrogates (U+D800..DFFF), code points above
+** U+10FFFF and truncated sequences; NUL bytes inside the n bytes are valid. On false, *bad (may
+** be NULL) is the offset of the first byte of the first invalid sequence. */
+bool sn_utf8_valid(const void *s, size_t n, size_t *bad);
+/* The same for a NUL-terminated string; NULL counts as the empty string. */
+bool sn_utf8_valid_str(const char *s);
+
+/* "dir/name" into buf (n bytes); SN_E_ARG ("<dir>/<name>: path too long") when it does not fit. */
+int   sn_path_join(char *buf, size_t n, const char *dir, const char *name, struct sn_err *err);
+/* "dir/name" in a new string (caller frees with sn_free); NULL when out of memory. */
+char *sn_path_join_new(const char *dir, const char *name);
+
 /* ---- time and progress -------------------------------------------------------------------- */
 
 double sn_now(void); /* monotonic seconds */

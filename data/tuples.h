@@ -1,6 +1,6 @@
-/* data/tuples.h: (context, chosen, rejected, reference) tuples from debate trajectories, and
-** `sentinel build` as a library call (DESIGN.md §4 "Tuple", §5 "Shard"; the shard layout and
-** the selection rules are specified in docs/formats.md).
+/* data/tuples.h: (context, chosen, rejected, reference) tuples from debate trajectories
+** (DESIGN.md §4 "Tuple", §5 "Shard"; the shard layout and the selection rules are specified
+** in docs/formats.md); `sentinel build` around the builder is data/build.h.
 **
 ** For every round r of every trajectory:
 **   context   = task (question + lettered options) + condensed history of rounds < r: one
@@ -144,44 +144,5 @@ int  sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn,
 /* Counts so far (SN_TC_COUNT entries); the caller may add to them (e.g. bad lines). */
 uint64_t *sn_tuples_counts(struct sn_tuples *b);
 void sn_tuples_free(struct sn_tuples *b); /* NULL is fine */
-
-/* ---- sentinel build -------------------------------------------------------------------- */
-
-struct sn_build_progress {
-    uint64_t tuples;               /* emitted so far in this run (resumed ones included) */
-    uint64_t tokenized;            /* of which tokenized in this run */
-    uint64_t trajectories;
-    const uint64_t *counts;        /* SN_TC_COUNT entries */
-};
-
-struct sn_build_params {
-    const char *const *inputs;     /* files or directories (*.jsonl, *.jsonl.gz) */
-    size_t      n_inputs;
-    const char *out_dir;
-    const char *tokenizer_path;
-    size_t      max_len;           /* default 1024 */
-    size_t      shard_size;        /* tuples per shard; default 4096 */
-    int         deflate_level;     /* default 1 */
-    bool        skip_bad;          /* count and skip malformed lines instead of failing */
-    struct sn_tuples_params tuples;
-    /* Called after every tuple; a non-zero return cancels the build (SN_E_CANCELLED). */
-    int  (*progress)(void *user, const struct sn_build_progress *p);
-    void *user;
-};
-struct sn_build_params sn_build_default_params(void);
-
-struct sn_build_report {
-    uint64_t counts[SN_TC_COUNT];
-    int64_t  per_split[SN_SPLIT_COUNT];
-    size_t   n_shards;
-    size_t   n_inputs;
-    bool     resumed;              /* an interrupted build in out_dir was continued */
-    bool     was_complete;         /* out_dir already held this build, finished */
-};
-
-/* Trajectories -> tokenized shards + manifest.json in out_dir (resumable: re-running after a
-** kill continues and gives byte-identical shards and manifest). */
-int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *report,
-                    struct sn_err *err);
 
 #endif

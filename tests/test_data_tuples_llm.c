@@ -15,7 +15,7 @@
 **   - an endpoint that always fails: exit 1, naming the trajectory and round;
 **   - recipe errors: unknown keys and endpoint names (did you mean), the sim backend. */
 #include "data/sim/backend.h"
-#include "data/tuples.h"
+#include "data/build.h"
 #include "tests/test_data_openai_server.h"
 #include "tests/testutil.h"
 #include "tokenizer/tokenizer.h"
