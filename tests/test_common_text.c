@@ -99,7 +99,7 @@ static void test_named_cases(void)
     size_t bad = 99;
     CHECK(sn_utf8_valid("", 0, &bad) && bad == 99);
     CHECK(sn_utf8_valid("a\0b", 3, NULL)); /* NUL inside the length is a character */
-    CHECK(sn_utf8_valid("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80", 14, NULL));
+    CHECK(sn_utf8_valid("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80", 15, NULL));
     /* overlong forms */
     CHECK(!sn_utf8_valid("\xC0\xAF", 2, &bad) && bad == 0);
     CHECK(!sn_utf8_valid("ab\xC1\xBF", 4, &bad) && bad == 2);
