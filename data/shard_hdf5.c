@@ -93,40 +93,37 @@ hid_t sn_h5_vlen_str_type(void)
     return t;
 }
 
-int sn_h5_attr_write_str(hid_t obj, const char *name, const char *value, const char *path,
-                         struct sn_err *err)
-{
-    hid_t t = sn_h5_vlen_str_type(), sp = H5Screate(H5S_SCALAR), a = -1;
-    int rc = SN_OK;
-    if (t < 0 || sp < 0)
-        rc = sn_h5_fail(err, path, "string type");
-    if (!rc) {
-        a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-        if (a < 0 || H5Awrite(a, t, &value) < 0)
-            rc = sn_h5_fail(err, path, name);
-    }
-    if (a >= 0)
-        H5Aclose(a);
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (t >= 0)
-        H5Tclose(t);
-    return rc;
-}
-
-int sn_h5_attr_write_i64(hid_t obj, const char *name, int64_t v, const char *path,
-                         struct sn_err *err)
+/* A scalar attribute of file type ftype, written from buf as mtype. */
+static int attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *buf,
+                      const char *path, struct sn_err *err)
 {
     hid_t sp = H5Screate(H5S_SCALAR), a = -1;
     int rc = SN_OK;
-    a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    if (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0)
+    a = sp < 0 ? -1 : H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0 || H5Awrite(a, mtype, buf) < 0)
         rc = sn_h5_fail(err, path, name);
     if (a >= 0)
         H5Aclose(a);
     if (sp >= 0)
         H5Sclose(sp);
     return rc;
+}
+
+int sn_h5_attr_write_str(hid_t obj, const char *name, const char *value, const char *path,
+                         struct sn_err *err)
+{
+    hid_t t = sn_h5_vlen_str_type();
+    if (t < 0)
+        return sn_h5_fail(err, path, "string type");
+    int rc = attr_write(obj, name, t, t, &value, path, err);
+    H5Tclose(t);
+    return rc;
+}
+
+int sn_h5_attr_write_i64(hid_t obj, const char *name, int64_t v, const char *path,
+                         struct sn_err *err)
+{
+    return attr_write(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v, path, err);
 }
 
 /* Reads a scalar string attribute (variable or fixed length) into a new string. */
@@ -272,41 +269,62 @@ int sn_h5_ds_open_1d(hid_t file, const char *name, H5T_class_t cls, hsize_t *len
 }
 
 /* Reads element i of a 1-D dataset (string into a new C string, or integer). */
-int sn_h5_ds_read_str_at(hid_t file, const char *name, size_t count, size_t i, char **out,
+/* Opens the 1-d dataset `name` of class cls, checks that it has `count` entries (note, when
+** not "", is added to that message) and selects entry i: *ds, *fs (file space holding the
+** selection) and *ms (one-element memory space) are the caller's to close. On failure nothing
+** is left open. */
+static int ds_select_one(hid_t file, const char *name, H5T_class_t cls, size_t count,
+                         const char *note, size_t i, hid_t *ds, hid_t *fs, hid_t *ms,
                          const char *path, struct sn_err *err)
 {
     hsize_t len = 0, start[1] = {i}, cnt[1] = {1};
-    hid_t ds, fs = -1, ms = -1, mt = -1;
-    char *s = NULL;
-    *out = NULL;
-    int rc = sn_h5_ds_open_1d(file, name, H5T_STRING, &len, &ds, path, err);
+    *fs = *ms = -1;
+    int rc = sn_h5_ds_open_1d(file, name, cls, &len, ds, path, err);
     if (rc)
         return rc;
     if (len != count) {
         rc = sn_err_set(err, SN_E_FORMAT, "%s: dataset '/%s' has %" PRIu64 " entries, expected "
-                        "%zu (the count attribute)", path, name, (uint64_t)len, count);
-        goto done;
+                        "%zu%s", path, name, (uint64_t)len, count, note);
+    } else {
+        *fs = H5Dget_space(*ds);
+        *ms = H5Screate_simple(1, cnt, NULL);
+        if (*fs < 0 || *ms < 0 ||
+            H5Sselect_hyperslab(*fs, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0)
+            rc = sn_h5_fail(err, path, name);
     }
-    fs = H5Dget_space(ds);
-    ms = H5Screate_simple(1, cnt, NULL);
+    if (rc) {
+        if (*ms >= 0)
+            H5Sclose(*ms);
+        if (*fs >= 0)
+            H5Sclose(*fs);
+        H5Dclose(*ds);
+    }
+    return rc;
+}
+
+int sn_h5_ds_read_str_at(hid_t file, const char *name, size_t count, size_t i, char **out,
+                         const char *path, struct sn_err *err)
+{
+    hid_t ds, fs, ms, mt;
+    char *s = NULL;
+    *out = NULL;
+    int rc = ds_select_one(file, name, H5T_STRING, count, " (the count attribute)", i, &ds, &fs,
+                           &ms, path, err);
+    if (rc)
+        return rc;
     mt = sn_h5_vlen_str_type();
-    if (fs < 0 || ms < 0 || mt < 0 ||
-        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
-        H5Dread(ds, mt, ms, fs, H5P_DEFAULT, &s) < 0) {
+    if (mt < 0 || H5Dread(ds, mt, ms, fs, H5P_DEFAULT, &s) < 0) {
         rc = sn_h5_fail(err, path, name);
-        goto done;
+    } else {
+        *out = sn_strdup(s ? s : "");
+        if (!*out)
+            rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+        H5Dvlen_reclaim(mt, ms, H5P_DEFAULT, &s);
     }
-    *out = sn_strdup(s ? s : "");
-    if (!*out)
-        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
-    H5Dvlen_reclaim(mt, ms, H5P_DEFAULT, &s);
-done:
     if (mt >= 0)
         H5Tclose(mt);
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
+    H5Sclose(ms);
+    H5Sclose(fs);
     H5Dclose(ds);
     return rc;
 }
@@ -314,26 +332,14 @@ done:
 int sn_h5_ds_read_i32_at(hid_t file, const char *name, size_t count, size_t i, int32_t *out,
                          const char *path, struct sn_err *err)
 {
-    hsize_t len = 0, start[1] = {i}, cnt[1] = {1};
-    hid_t ds, fs = -1, ms = -1;
-    int rc = sn_h5_ds_open_1d(file, name, H5T_INTEGER, &len, &ds, path, err);
+    hid_t ds, fs, ms;
+    int rc = ds_select_one(file, name, H5T_INTEGER, count, "", i, &ds, &fs, &ms, path, err);
     if (rc)
         return rc;
-    if (len != count) {
-        rc = sn_err_set(err, SN_E_FORMAT, "%s: dataset '/%s' has %" PRIu64 " entries, expected "
-                        "%zu", path, name, (uint64_t)len, count);
-        goto done;
-    }
-    fs = H5Dget_space(ds);
-    ms = H5Screate_simple(1, cnt, NULL);
-    if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
-        H5Dread(ds, H5T_NATIVE_INT32, ms, fs, H5P_DEFAULT, out) < 0)
+    if (H5Dread(ds, H5T_NATIVE_INT32, ms, fs, H5P_DEFAULT, out) < 0)
         rc = sn_h5_fail(err, path, name);
-done:
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
+    H5Sclose(ms);
+    H5Sclose(fs);
     H5Dclose(ds);
     return rc;
 }

@@ -1187,19 +1187,15 @@ const char *sn_stats_internal_by(const struct sn_stats *s, size_t i)
 {
     return s->fields[i].name;
 }
-void sn_stats_internal_meta(const struct sn_stats *s, enum sn_majority *majority,
-                            bool *adv_eff, uint64_t *n_skipped, const char **first_skip,
-                            const char *const **inputs, size_t *n_inputs,
-                            const char **panel_field, const char *const **panel_names,
-                            const char **panel_metric)
+void sn_stats_internal_meta(const struct sn_stats *s, struct sn_stats_meta *m)
 {
-    *majority = s->majority;
-    *adv_eff = s->p.adversary_effective;
-    *n_skipped = s->n_skipped;
-    *first_skip = s->first_skip;
-    *inputs = (const char *const *)s->inputs;
-    *n_inputs = s->n_inputs;
-    *panel_field = s->panel_field.name;
-    *panel_names = (const char *const *)s->panel_names;
-    *panel_metric = s->panel_metric;
+    m->majority = s->majority;
+    m->adv_eff = s->p.adversary_effective;
+    m->n_skipped = s->n_skipped;
+    m->first_skip = s->first_skip;
+    m->inputs = (const char *const *)s->inputs;
+    m->n_inputs = s->n_inputs;
+    m->panel_field = s->panel_field.name;
+    m->panel_names = (const char *const *)s->panel_names;
+    m->panel_metric = s->panel_metric;
 }

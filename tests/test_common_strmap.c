@@ -112,6 +112,17 @@ static void test_collisions(void)
     sn_strmap_free(&m);
 }
 
+/* SHA-256 of the decimal text of i: 32 bytes that hold NULs now and then. */
+static void digest_of(int i, uint8_t d[32])
+{
+    char s[16];
+    snprintf(s, sizeof s, "%d", i);
+    struct sn_sha256 h;
+    sn_sha256_init(&h);
+    sn_sha256_update(&h, s, strlen(s));
+    sn_sha256_final(&h, d);
+}
+
 /* Keys are bytes: NUL inside a key and digests both work; "a" and "a\0" differ. */
 static void test_binary_keys(void)
 {
@@ -128,21 +139,11 @@ static void test_binary_keys(void)
     CHECK((v = sn_strmap_find(&m, "", 0)) && *v == 3);
     uint8_t d[32];
     for (int i = 0; i < 200; i++) {
-        char s[8];
-        snprintf(s, sizeof s, "%d", i);
-        struct sn_sha256 h;
-        sn_sha256_init(&h);
-        sn_sha256_update(&h, s, strlen(s));
-        sn_sha256_final(&h, d);
+        digest_of(i, d);
         CHECK(sn_strmap_put(&m, d, 32, (size_t)i, &added, &err) == SN_OK && added);
     }
     for (int i = 0; i < 200; i++) {
-        char s[8];
-        snprintf(s, sizeof s, "%d", i);
-        struct sn_sha256 h;
-        sn_sha256_init(&h);
-        sn_sha256_update(&h, s, strlen(s));
-        sn_sha256_final(&h, d);
+        digest_of(i, d);
         CHECK((v = sn_strmap_find(&m, d, 32)) && *v == (size_t)i);
         CHECK(!sn_strmap_has(&m, d, 31)); /* a prefix is another key */
     }
@@ -162,7 +163,7 @@ static void test_nomem(void)
         size_t ok = 0;
         sn_alloc_fail_after(fail);
         for (size_t i = 0; i < 100 && !rc; i++) {
-            char k[16];
+            char k[32];
             snprintf(k, sizeof k, "key%zu", i);
             rc = sn_strmap_put(&m, k, strlen(k), i, NULL, &err);
             if (!rc)
@@ -172,7 +173,7 @@ static void test_nomem(void)
         CHECK(rc == SN_E_NOMEM);
         CHECK(m.n == ok);
         for (size_t i = 0; i < ok; i++) {
-            char k[16];
+            char k[32];
             snprintf(k, sizeof k, "key%zu", i);
             size_t *v = sn_strmap_find(&m, k, strlen(k));
             CHECK(v && *v == i);
