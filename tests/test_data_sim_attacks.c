@@ -295,6 +295,8 @@ static void test_defense(void)
     mk_exp(&x, "def", SN_SCEN_COLLABORATION, 5, 2, 4, SN_STRAT_SIMULTANEOUS, NULL, NULL);
     snprintf(x.defense.name, sizeof x.defense.name, "sentinel");
     x.defense.bottom_k = 1;
+    x.defense.rule = SN_DEFENSE_RULE_UNLISTED; /* the earlier rule, every receiver */
+    x.defense.every_receiver = true;
     x.defense.scorer.score = len_scorer;
     struct rec_backend *rb = rec_open(NULL);
     struct setup_store ss;

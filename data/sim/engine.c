@@ -685,6 +685,11 @@ int sn_debate_run(const struct sn_debate_setup *s, const struct sn_question *q, 
         return rc;
     if ((rc = sn_defense_create(&x->defense, d.n, &d.defense, err)))
         return rc;
+    uint64_t honest = 0; /* the sentinels of Algorithm 1 are the honest agents */
+    for (int k = 0; k < d.n; k++)
+        if (d.plan.role[k] == SN_ROLE_HONEST)
+            honest |= 1ULL << k;
+    sn_defense_set_sentinels(d.defense, honest, d.seed);
     d.m = sn_calloc((size_t)d.T * (size_t)d.n, sizeof *d.m);
     if (!d.m) {
         debate_free(&d);

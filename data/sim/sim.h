@@ -134,26 +134,60 @@ int sn_prompt_render(const struct sn_prompts *p, enum sn_prompt_id id, const cha
 /* ---- defense hook ---------------------------------------------------------------------- */
 
 /* Called for each receiver before it speaks, with the messages in its view; clears keep[i] to
-** drop message i. A `sentinel` defense scores each incoming message with `score` (higher =
-** more trustworthy; the runtime detector's R(response ⊕ context)), adds the bottom-k senders
-** to the receiver's cumulative blacklist (docs/design.md §4 Algorithm 1) and drops blacklisted
-** senders from then on. */
+** drop message i. A `sentinel` defense runs Algorithm 1 of the SentinelNet paper (section 4.3
+** "Defense Integration"; docs/design.md §4 "Runtime (Algorithm 1)"; docs/eval.md): the
+** receiver, when it is a sentinel, scores each incoming message with `score` (higher = more
+** trustworthy; the runtime detector's R(response ⊕ context)), adds the bottom-k senders to its
+** cumulative blacklist and drops blacklisted senders from then on. */
 struct sn_defense_scorer {
     int (*score)(void *ctx, const char *context, const char *response, float *out,
                  struct sn_err *err);
     void *ctx;
 };
+/* Which messages line 8 of Algorithm 1 ranks. */
+enum sn_defense_rule {
+    SN_DEFENSE_RULE_ALL,      /* default, the paper: every received message, blacklisted
+                              ** senders included; the bottom-k join the blacklist (a sender
+                              ** already on it takes one of the k places again) */
+    SN_DEFENSE_RULE_UNLISTED, /* the earlier rule: bottom-k among senders not yet blacklisted,
+                              ** so every round adds k new senders while there are any */
+    SN_DEFENSE_RULE_COUNT
+};
+const char *sn_defense_rule_name(enum sn_defense_rule r); /* "all", "unlisted" */
 struct sn_defense_config {
     char name[16];     /* "none" or "sentinel" */
     int  bottom_k;     /* sentinel: senders blacklisted per round per receiver (default 1) */
+    enum sn_defense_rule rule;       /* recipe "rule": "all" (default) or "unlisted" */
+    bool every_receiver;             /* recipe "sentinels": "honest" (default: only the honest
+                                     ** agents run the defense, as in the paper) or "all" */
     struct sn_defense_scorer scorer; /* sentinel: NULL score = not available in this build */
 };
 int sn_defense_config_parse(const cJSON *spec, const char *where, struct sn_defense_config *out,
                             struct sn_err *err);
+
+/* Lines 8-10 of Algorithm 1 for one sentinel and one round, the one implementation (the engine's
+** filter below and `sentinel eval`'s replay both call it). sender[i], score[i] for i < n: the
+** messages received this round (one per sender; a repeated sender counts once, at its lowest
+** score). Returns blacklist ∪ B_t, B_t = the min(k, candidates) distinct senders of lowest score,
+** candidates = all senders (SN_DEFENSE_RULE_ALL) or those not in blacklist (UNLISTED).
+** A NaN score ranks lowest. Ties: equal scores are ordered by sn_defense_tie_key(tie_seed,
+** sender), a seeded hash, so no slot is favoured (a rule "lower id first" would hand every tie to
+** adversaries placed in the low slots); ties still equal after that go to the lower sender id.
+** Senders outside [0, 64) are ignored. Never allocates. */
+uint64_t sn_defense_bottom_k(uint64_t blacklist, const int *sender, const double *score, size_t n,
+                             int k, enum sn_defense_rule rule, uint64_t tie_seed);
+uint64_t sn_defense_tie_key(uint64_t tie_seed, int sender);
+/* The tie seed sn_defense_filter passes for (receiver, round) given the debate's tie seed. */
+uint64_t sn_defense_round_seed(uint64_t tie_seed, int receiver, int round);
+
 struct sn_defense; /* per-debate state (blacklists) */
 int  sn_defense_create(const struct sn_defense_config *cfg, int n_agents,
                        struct sn_defense **out, struct sn_err *err);
 void sn_defense_free(struct sn_defense *d);
+/* Which receivers are sentinels (bit k = agent k) and the seed of the tie rule. Until called:
+** every receiver, tie seed 0. The engine sets the honest agents and the debate seed; with
+** `every_receiver` the mask is ignored. */
+void sn_defense_set_sentinels(struct sn_defense *d, uint64_t sentinels, uint64_t tie_seed);
 int  sn_defense_filter(struct sn_defense *d, int receiver, int round, const char *context,
                        const struct sn_sim_peer *msgs, size_t n, bool *keep,
                        struct sn_err *err);
