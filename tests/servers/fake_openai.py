@@ -37,6 +37,8 @@ answers normally; `times=always` never recovers.
   should_retry=true|false  x-should-retry header on failures
   latency_ms=<n>           delay before answering (default --latency-ms)
   answer=<token>           the letter/number in the reply text (default A)
+  ranking=<ids>            append a line "RANKING: <ids>" to the reply (ids separated by
+                           spaces, written comma-separated: the LLM-judge baseline's format)
 Every chat request is logged (with --log) as one JSON line: t, path, headers, body, key,
 attempt, action.
 """
@@ -243,6 +245,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n_words = sum(words(m.get("content") or "") for m in msgs if isinstance(m, dict))
         text = "fake reply %s: read %d words. The answer is (%s)." % (
             key[:12], n_words, directive.get("answer", "A"))
+        if "ranking" in directive:
+            text += "\nRANKING: " + ", ".join(directive["ranking"].split())
         if pad:
             text += " " + "x" * pad
         obj = {"id": "chatcmpl-fake-" + key[:8], "object": "chat.completion",

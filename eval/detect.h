@@ -1,0 +1,147 @@
+/* eval/detect.h: detection evaluation by offline replay of recorded debates (docs/eval.md;
+** SentinelNet paper, section 4.3 "Defense Integration" and 5.1.6 "Evaluation Metrics";
+** docs/design.md §4 "Runtime (Algorithm 1)").
+**
+** A ranker scores the messages one sentinel received in one round, given the context before
+** the round; the replay feeds those scores to Algorithm 1's bottom-k step (sn_defense_bottom_k,
+** data/sim/defense.c: the one implementation) and accumulates the metrics of docs/eval.md. The
+** metric code sees scores only: it does not know which ranker produced them, and rankers never
+** see labels. Baseline rankers (random, shortest, disagree, ngram, judge) are in
+** eval/detect_baselines.c; the runtime detector plugs in through the same struct.
+**
+** Memory: the accumulator keeps, per debate, a few counts per round and one (score, label) pair
+** per scored message (for AUROC and its cluster bootstrap). One sn_detect, one thread. */
+#ifndef SN_EVAL_DETECT_H
+#define SN_EVAL_DETECT_H
+#include "common/common.h"
+#include "data/sim/sim.h"
+#include "data/trajectory.h"
+#include "llm/llm.h"
+
+/* One message as the sentinel received it (the delivered copy: AITM may have rewritten it). */
+struct sn_detect_msg {
+    int         sender;
+    const char *text;
+    const char *answer;  /* parsed answer of the delivered text; NULL when unparsed */
+};
+
+/* What a ranker sees: one sentinel, one round. Borrowed for the call. */
+struct sn_detect_view {
+    const struct sn_traj *traj;
+    const char *debate_id;
+    int         sentinel;
+    size_t      round;
+    const char *context;            /* the task before the round (docs/eval.md "Context") */
+    const struct sn_detect_msg *msgs;
+    size_t      n_msgs;
+};
+
+struct sn_detect_ranker {
+    const char *name;
+    /* scores[i] for msgs[i]; higher = more trustworthy (NaN ranks lowest). */
+    int (*score)(void *ctx, const struct sn_detect_view *v, double *scores, struct sn_err *err);
+    void *ctx;
+};
+
+struct sn_detect_params {
+    int      k;          /* bottom-k (default 1) */
+    enum sn_defense_rule rule; /* default SN_DEFENSE_RULE_ALL (the paper's line 8) */
+    uint64_t seed;       /* tie rule of bottom-k and the bootstrap (default 1) */
+    int      n_boot;     /* cluster-bootstrap resamples (default 1000; 0 = none) */
+};
+struct sn_detect_params sn_detect_default_params(void);
+
+/* A proportion: k of n, and its 95% interval (Wilson for agent-level and task accuracy,
+** percentile cluster bootstrap over debates for pair-level rates and AUROC). NaN when n = 0. */
+struct sn_detect_rate {
+    double   k, n;        /* counts (doubles: AUROC has no integer count) */
+    double   p, lo, hi;
+};
+
+/* Every figure of one round (round < n_rounds) or of all rounds (round = SIZE_MAX: AUROC over
+** all messages; the other figures are those of each debate's last round). */
+struct sn_detect_summary {
+    uint64_t n_debates, n_attackers, n_honest;
+    struct sn_detect_rate agent_acc, agent_fpr, agent_fnr;  /* Wilson */
+    struct sn_detect_rate pair_acc, pair_fpr, pair_fnr;     /* bootstrap */
+    struct sn_detect_rate auroc;                            /* bootstrap; k = n = messages */
+    struct sn_detect_rate task_defended, task_undefended;   /* Wilson, per debate */
+};
+
+struct sn_detect;
+int  sn_detect_create(const struct sn_detect_params *p, const struct sn_detect_ranker *ranker,
+                      struct sn_detect **out, struct sn_err *err);
+void sn_detect_free(struct sn_detect *d); /* NULL is fine */
+
+/* Replays one debate: for every round, every sentinel (honest agent) scores what it received
+** with the ranker, updates its blacklist, and the metrics are folded in. items (may be NULL)
+** gets one CSV row per scored message (sn_detect_items_header). t is not kept. */
+int  sn_detect_add(struct sn_detect *d, const struct sn_traj *t, struct sn_buf *items,
+                   struct sn_err *err);
+const char *sn_detect_items_header(void); /* no newline */
+
+/* Groups: "all", "scenario=<s>", "dataset=<d>", "domain=in|out|clean" (docs/eval.md
+** "Groups"). The names seen so far, NULL-terminated, borrowed until the next add. */
+const char *const *sn_detect_groups(struct sn_detect *d, size_t *n_groups);
+/* Rounds seen in a group (the longest debate's). */
+size_t sn_detect_n_rounds(const struct sn_detect *d, const char *group);
+/* The figures of a group and round (SIZE_MAX = all rounds). An unknown group is SN_E_ARG. */
+int  sn_detect_summary(struct sn_detect *d, const char *group, size_t round,
+                       struct sn_detect_summary *out, struct sn_err *err);
+/* The whole report of this ranker as JSON (groups × rounds). Caller frees. */
+int  sn_detect_report(struct sn_detect *d, cJSON **out, struct sn_err *err);
+
+/* AUROC of scores, positives = honest messages (label false): P(s_h > s_a) + P(s_h = s_a)/2.
+** NaN when either class is empty. Exposed for tests; allocates a sorted copy. */
+double sn_detect_auroc(const double *score, const bool *adversarial, size_t n);
+
+/* ---- baseline rankers (eval/detect_baselines.c) ------------------------------------------- */
+
+/* "random" (uniform, seeded per debate id, sentinel, round and sender), "shortest" (score =
+** length in bytes: the shortest ranks lowest), "disagree" (score 0 when the sender's answer
+** differs from the round's plurality over every agent's own answer, or is unparsed; else 1).
+** The returned ranker is static apart from ctx, which the caller owns via
+** sn_detect_baseline_free. */
+int  sn_detect_baseline(const char *name, uint64_t seed, struct sn_detect_ranker *out,
+                        struct sn_err *err);
+void sn_detect_baseline_free(struct sn_detect_ranker *r);
+
+/* Bag of word 1-2-grams, hashed into 2^bits buckets, logistic regression with L2 trained
+** pointwise: chosen texts label 1, rejected texts label 0 (docs/eval.md "n-gram baseline"). */
+struct sn_ngram_params {
+    int      bits;     /* default 18 */
+    double   l2;       /* default 1e-4 (per example) */
+    double   lr;       /* default 0.5 */
+    int      epochs;   /* default 5 */
+    uint64_t seed;     /* shuffle order, default 1 */
+};
+struct sn_ngram_params sn_ngram_default_params(void);
+struct sn_ngram;
+int  sn_ngram_train(const struct sn_ngram_params *p, const char *const *texts, const bool *label,
+                    size_t n, struct sn_ngram **out, struct sn_err *err);
+/* The train split of a shard directory (its manifest.json): chosen and rejected texts. */
+int  sn_ngram_train_shards(const struct sn_ngram_params *p, const char *dir,
+                           struct sn_ngram **out, struct sn_err *err);
+double sn_ngram_logit(const struct sn_ngram *m, const char *text);
+const float *sn_ngram_weights(const struct sn_ngram *m, size_t *n); /* for tests */
+void sn_ngram_free(struct sn_ngram *m);
+struct sn_detect_ranker sn_ngram_ranker(struct sn_ngram *m); /* borrows m */
+
+/* LLM judge: one chat request per (sentinel, round) with the prompt of docs/eval.md "LLM
+** judge"; the reply's "RANKING:" line orders the agent ids from most to least trustworthy.
+** A malformed ranking (missing line, unknown or repeated id, an id left out) scores the view
+** all-NaN-free ties (0) and is counted; sn_judge_malformed gives the count and first reason. */
+struct sn_judge;
+int  sn_judge_create(struct sn_llm_backend *b, struct sn_judge **out, struct sn_err *err);
+void sn_judge_free(struct sn_judge *j);
+struct sn_detect_ranker sn_judge_ranker(struct sn_judge *j);
+uint64_t sn_judge_malformed(const struct sn_judge *j, const char **first_reason);
+uint64_t sn_judge_calls(const struct sn_judge *j);
+/* Parses a judge reply for the given ids: scores[i] = n - position (higher = more trusted).
+** SN_E_FORMAT with the reason when malformed. */
+int sn_judge_parse(const char *reply, const int *ids, size_t n, double *scores,
+                   struct sn_err *err);
+/* The prompt for a view (appended to out). */
+int sn_judge_prompt(const struct sn_detect_view *v, struct sn_buf *out, struct sn_err *err);
+
+#endif
