@@ -41,6 +41,8 @@ static void usage(FILE *f)
 "      --bootstrap N       cluster-bootstrap resamples (default 1000; 0 = none)\n"
 "      --json OUT          write the whole report as JSON (atomically)\n"
 "      --items CSV         write one row per scored message (atomically)\n"
+"      --allow-overlap     evaluate debates whose (dataset, item) is in the train split of\n"
+"                          --train-shards anyway, with a warning (default: refuse)\n"
 "      --skip-bad          skip (and count) lines that are not valid trajectories\n"
 "      --quiet             no table on stdout\n"
 "  -h, --help              this help\n"
@@ -232,7 +234,8 @@ static int setup(struct ev *e, const char *list, const char *shards, const char 
 }
 
 static int write_json(const struct ev *e, const char *path, char **inputs, size_t n_inputs,
-                      uint64_t n_debates, uint64_t n_skipped, struct sn_err *err)
+                      uint64_t n_debates, uint64_t n_skipped, uint64_t n_overlap,
+                      struct sn_err *err)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root)
@@ -244,6 +247,7 @@ static int write_json(const struct ev *e, const char *path, char **inputs, size_
         cJSON_AddItemToArray(in, cJSON_CreateString(inputs[i]));
     cJSON_AddNumberToObject(root, "debates", (double)n_debates);
     cJSON_AddNumberToObject(root, "skipped_lines", (double)n_skipped);
+    cJSON_AddNumberToObject(root, "debates_on_train_items", (double)n_overlap);
     cJSON *rk = cJSON_AddArrayToObject(root, "rankers");
     int rc = SN_OK;
     for (size_t i = 0; !rc && i < e->n; i++) {
@@ -292,12 +296,13 @@ int sn_cmd_eval(int argc, char **argv)
         {"bootstrap", required_argument, 0, 'B'},   {"json", required_argument, 0, 'j'},
         {"items", required_argument, 0, 'I'},       {"skip-bad", no_argument, 0, 'S'},
         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
+        {"allow-overlap", no_argument, 0, 'O'},
         {0, 0, 0, 0}};
     const char *inputs[256];
     size_t n_inputs = 0;
     const char *detector = NULL, *list = NULL, *shards = NULL, *judge = NULL, *json = NULL,
                *items = NULL;
-    bool quiet = false, skip_bad = false;
+    bool quiet = false, skip_bad = false, allow_overlap = false;
     struct sn_detect_params p = sn_detect_default_params();
     int c;
     optind = 1;
@@ -318,6 +323,7 @@ int sn_cmd_eval(int argc, char **argv)
         case 'I': items = optarg; break;
         case 'q': quiet = true; break;
         case 'S': skip_bad = true; break;
+        case 'O': allow_overlap = true; break;
         case 'R':
             if (strcmp(optarg, "all") == 0)
                 p.rule = SN_DEFENSE_RULE_ALL;
@@ -359,13 +365,17 @@ int sn_cmd_eval(int argc, char **argv)
     struct ev e = {0};
     char **paths = NULL;
     size_t n_paths = 0;
-    uint64_t n_debates = 0, n_skipped = 0;
+    uint64_t n_debates = 0, n_skipped = 0, n_overlap = 0;
+    struct sn_strmap train_items = {0};
+    struct sn_buf key = {0};
     static const char *const suffixes[] = {".jsonl.gz", ".jsonl", NULL};
     int rc = sn_paths_expand(inputs, n_inputs, suffixes, &paths, &n_paths, &err);
     if (!rc)
         rc = setup(&e, list, shards, judge, &p, &err);
     if (!rc && items)
         rc = sn_buf_printf(&e.items, &err, "%s\n", sn_detect_items_header());
+    if (!rc && shards)
+        rc = sn_detect_train_items(shards, &train_items, &err);
     struct sn_traj_reader_params rp = sn_traj_reader_default_params();
     rp.skip_bad = skip_bad;
     for (size_t f = 0; !rc && f < n_paths; f++) {
@@ -377,6 +387,19 @@ int sn_cmd_eval(int argc, char **argv)
             rc = sn_traj_reader_next(r, &t, &err);
             if (rc || !t)
                 break;
+            if (shards) {
+                sn_buf_reset(&key);
+                rc = sn_detect_item_key(t->dataset, t->item_id, &key, &err);
+                if (!rc && sn_strmap_has(&train_items, key.data, key.len)) {
+                    n_overlap++;
+                    if (!allow_overlap)
+                        rc = sn_err_set(&err, SN_E_FORMAT, "%s: debate %s is on item '%s' "
+                                        "(dataset '%s') of the train split of %s: the figures "
+                                        "would measure memory, not detection (--allow-overlap "
+                                        "evaluates anyway, with a warning)", paths[f], t->id,
+                                        t->item_id, t->dataset, shards);
+                }
+            }
             for (size_t i = 0; !rc && i < e.n; i++)
                 rc = sn_detect_add(e.d[i], t, items ? &e.items : NULL, &err);
             sn_traj_free(t);
@@ -389,6 +412,10 @@ int sn_cmd_eval(int argc, char **argv)
     }
     if (!rc && n_debates == 0)
         rc = sn_err_set(&err, SN_E_ARG, "no debates in the inputs");
+    if (!rc && n_overlap)
+        fprintf(stderr, "sentinel eval: WARNING: %llu of %llu debates are on items of the "
+                "train split of %s (--allow-overlap): their figures are not held-out\n",
+                (unsigned long long)n_overlap, (unsigned long long)n_debates, shards);
     if (!rc && !quiet) {
         printf("sentinel eval: %llu debates, k = %d, rule %s, seed %llu, %d bootstrap "
                "resamples\n", (unsigned long long)n_debates, p.k, sn_defense_rule_name(p.rule),
@@ -411,10 +438,12 @@ int sn_cmd_eval(int argc, char **argv)
                    "the figures above are the baselines'.\n");
     }
     if (!rc && json)
-        rc = write_json(&e, json, paths, n_paths, n_debates, n_skipped, &err);
+        rc = write_json(&e, json, paths, n_paths, n_debates, n_skipped, n_overlap, &err);
     if (!rc && items)
         rc = sn_atomic_write(items, e.items.data, e.items.len, &err);
     sn_paths_free(paths, n_paths);
+    sn_strmap_free(&train_items);
+    sn_buf_free(&key);
     ev_free(&e);
     return rc ? sn_cli_fail("eval", &err) : SN_EXIT_OK;
 }

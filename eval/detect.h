@@ -106,6 +106,20 @@ int  sn_detect_baseline(const char *name, uint64_t seed, struct sn_detect_ranker
                         struct sn_err *err);
 void sn_detect_baseline_free(struct sn_detect_ranker *r);
 
+/* A pointwise ranker named "detector" around a (context, response) scorer: the runtime
+** detector's sn_detector_score (export/), wrapped by the caller as a struct sn_defense_scorer,
+** the same callback the simulation's defense takes. Each message is scored as
+** score(view->context, message text). The scorer is borrowed. */
+struct sn_detect_ranker sn_detect_scorer_ranker(const struct sn_defense_scorer *scorer);
+
+/* Items of the train split of a shard set (its manifest.json): one key per distinct
+** (dataset, item_id) of its tuples, added to *items (values unused). The evaluation refuses,
+** or warns, when evaluated debates share items with it (docs/eval.md "Leakage"). */
+int  sn_detect_train_items(const char *shards_dir, struct sn_strmap *items, struct sn_err *err);
+/* The key sn_detect_train_items stores for a debate's (dataset, item_id), appended to out. */
+int  sn_detect_item_key(const char *dataset, const char *item_id, struct sn_buf *out,
+                        struct sn_err *err);
+
 /* Bag of word 1-2-grams, hashed into 2^bits buckets, logistic regression with L2 trained
 ** pointwise: chosen texts label 1, rejected texts label 0 (docs/eval.md "n-gram baseline"). */
 struct sn_ngram_params {

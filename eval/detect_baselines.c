@@ -475,3 +475,24 @@ struct sn_detect_ranker sn_judge_ranker(struct sn_judge *j)
 {
     return (struct sn_detect_ranker){"judge", rank_judge, j};
 }
+
+/* ---- a (context, response) scorer as a ranker ------------------------------------------------ */
+
+static int rank_scorer(void *ctx, const struct sn_detect_view *v, double *scores,
+                       struct sn_err *err)
+{
+    const struct sn_defense_scorer *s = ctx;
+    for (size_t i = 0; i < v->n_msgs; i++) {
+        float f;
+        int rc = s->score(s->ctx, v->context ? v->context : "", v->msgs[i].text, &f, err);
+        if (rc)
+            return sn_err_wrap(err, "scoring agent %d", v->msgs[i].sender);
+        scores[i] = f;
+    }
+    return SN_OK;
+}
+
+struct sn_detect_ranker sn_detect_scorer_ranker(const struct sn_defense_scorer *scorer)
+{
+    return (struct sn_detect_ranker){"detector", rank_scorer, (void *)scorer};
+}

@@ -205,7 +205,8 @@ static void test_ngram_shards(void)
     int rc = SN_OK;
     for (size_t i = 0; i < 120 && !rc; i++) {
         bool val = i >= 80;
-        char ch[128], rj[128], sha[65];
+        char ch[128], rj[128], sha[65], item[16];
+        snprintf(item, sizeof item, val ? "v%zu" : "q%zu", val ? i : i % 5);
         toy_text(ch, sizeof ch, !val, i);
         toy_text(rj, sizeof rj, val, i + 1);
         int32_t ids[3] = {1, 2, 3};
@@ -220,7 +221,7 @@ static void test_ngram_shards(void)
         }
         snprintf(sha, sizeof sha, "%064zx", i);
         t.meta = (struct sn_tuple_meta){.scenario = "collaboration", .dataset = "toy",
-                                        .trajectory_id = "t", .round = 0, .chosen_agent = 0,
+                                        .trajectory_id = "t", .item_id = item, .round = 0, .chosen_agent = 0,
                                         .rejected_agent = 3, .chosen_role = "honest",
                                         .rejected_role = "adversary",
                                         .rejected_kind = "adversary",
@@ -247,6 +248,79 @@ static void test_ngram_shards(void)
     }
     sn_ngram_free(m);
     CHECK(sn_ngram_train_shards(&p, "/nonexistent-dir", &m, &err) != SN_OK && !m);
+
+    /* the train split's items: q0..q4 of dataset toy; the validation items are not in it */
+    struct sn_strmap items = {0};
+    CHECK_MSG(sn_detect_train_items(dir, &items, &err) == SN_OK, "%s", err.msg);
+    CHECK(items.n == 5);
+    struct sn_buf k = {0};
+    for (int i = 0; i < 6; i++) {
+        sn_buf_reset(&k);
+        char id[8];
+        snprintf(id, sizeof id, "q%d", i);
+        CHECK(sn_detect_item_key("toy", id, &k, &err) == SN_OK);
+        CHECK(sn_strmap_has(&items, k.data, k.len) == (i < 5));
+    }
+    sn_buf_reset(&k);
+    CHECK(sn_detect_item_key("toy", "v90", &k, &err) == SN_OK);
+    CHECK(!sn_strmap_has(&items, k.data, k.len));
+    sn_buf_reset(&k);
+    CHECK(sn_detect_item_key("other", "q1", &k, &err) == SN_OK);
+    CHECK(!sn_strmap_has(&items, k.data, k.len));
+    sn_buf_free(&k);
+    sn_strmap_free(&items);
+
+    /* `sentinel eval` refuses debates on train items unless --allow-overlap, then warns */
+    const char *bin = getenv("SENTINEL_BIN");
+    if (!bin)
+        return;
+    static const char *g[1] = {"AAABB"};
+    struct fx f[2] = {{.id = "o1", .item = "q1", .roles = "HHHAA", .gold = "A", .target = "B",
+                       .grid = g, .T = 1, .dataset = "toy"},
+                      {.id = "o2", .item = "v90", .roles = "HHHAA", .gold = "A", .target = "B",
+                       .grid = g, .T = 1, .dataset = "toy"}};
+    char path[1200];
+    snprintf(path, sizeof path, "%s/t.jsonl", dir);
+    fx_write(path, f, 2);
+    CHECK(sn_test_sh("cd '%s' && '%s' eval -i t.jsonl --train-shards . --bootstrap 0 "
+                     "> out.txt 2> err.txt", dir, bin) == 1);
+    CHECK(sn_test_sh("grep -q \"debate o1 is on item 'q1'\" '%s/err.txt'", dir) == 0);
+    CHECK(sn_test_sh("cd '%s' && '%s' eval -i t.jsonl --train-shards . --allow-overlap "
+                     "--bootstrap 0 --json r.json > out.txt 2> err.txt", dir, bin) == 0);
+    CHECK(sn_test_sh("grep -q 'WARNING: 1 of 2 debates' '%s/err.txt'", dir) == 0);
+    CHECK(sn_test_sh("grep -q '\"debates_on_train_items\": 1' '%s/r.json'", dir) == 0);
+    CHECK(sn_test_sh("grep -q '\"ranker\": \"ngram\"' '%s/r.json'", dir) == 0);
+}
+
+/* the detector's (context, response) scorer as a ranker: one call per message, the view's
+** context, the scores passed through */
+struct rec_scorer {
+    int calls;
+    char ctx[64];
+};
+static int len_scorer(void *ctx, const char *context, const char *response, float *out,
+                      struct sn_err *err)
+{
+    (void)err;
+    struct rec_scorer *r = ctx;
+    r->calls++;
+    snprintf(r->ctx, sizeof r->ctx, "%s", context);
+    *out = (float)strlen(response);
+    return SN_OK;
+}
+
+static void test_scorer_ranker(void)
+{
+    struct rec_scorer rs = {0};
+    struct sn_defense_scorer sc = {len_scorer, &rs};
+    struct sn_detect_ranker r = sn_detect_scorer_ranker(&sc);
+    CHECK(strcmp(r.name, "detector") == 0);
+    struct sn_detect_msg msgs[2] = {{1, "abc", "A"}, {3, "abcdef", "B"}};
+    struct sn_detect_view v = {NULL, "x", 0, 2, "Question: Q?", msgs, 2};
+    double s[2];
+    struct sn_err err = {0};
+    CHECK(r.score(r.ctx, &v, s, &err) == SN_OK);
+    CHECK(s[0] == 3 && s[1] == 6 && rs.calls == 2 && strcmp(rs.ctx, "Question: Q?") == 0);
 }
 
 static void test_judge_parse(void)
@@ -333,5 +407,6 @@ int main(void)
     test_ngram_shards();
     test_judge_parse();
     test_judge_server();
+    test_scorer_ranker();
     return sn_test_done();
 }
