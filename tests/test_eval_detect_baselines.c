@@ -397,6 +397,29 @@ static void test_judge_server(void)
     }
     sn_judge_free(j);
     sn_llm_backend_close(b);
+    /* through `sentinel eval`: one request per (sentinel, round); the fake server's replies
+    ** carry no ranking, so each is reported malformed, and the run still completes */
+    const char *bin = getenv("SENTINEL_BIN");
+    if (bin) {
+        static const char *g[1] = {"AAABB"};
+        struct fx f = {.id = "j1", .roles = "HHHAA", .gold = "A", .target = "B", .grid = g,
+                       .T = 1};
+        char path[1200];
+        snprintf(path, sizeof path, "%s/t.jsonl", dir);
+        fx_write(path, &f, 1);
+        snprintf(path, sizeof path, "%s/judge.json", dir);
+        FILE *jf = fopen(path, "w");
+        if (jf) {
+            fprintf(jf, "%s\n", cfg);
+            fclose(jf);
+        }
+        CHECK(sn_test_sh("cd '%s' && '%s' eval -i t.jsonl --baselines judge --judge-endpoint "
+                         "judge.json --bootstrap 0 --json r.json > out.txt 2> err.txt", dir,
+                         bin) == 0);
+        CHECK(sn_test_sh("grep -q 'judge: 3 calls, 3 malformed rankings; first: debate j1' "
+                         "'%s/out.txt'", dir) == 0);
+        CHECK(sn_test_sh("grep -q '\"malformed\": 3' '%s/r.json'", dir) == 0);
+    }
     fake_stop(&srv);
 }
 
