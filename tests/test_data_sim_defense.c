@@ -2,9 +2,9 @@
 ** docs/eval.md "Algorithm 1"): scripted rounds with known scores give the blacklists computed by
 ** hand here; k larger than the number of senders, ties, already-blacklisted senders, NaN scores,
 ** the sentinel mask of the hook and the recipe keys. */
-#include "testutil.h"
+#include "test_data_sim_util.h"
 
-#include "data/sim/sim.h"
+#include "data/question.h"
 
 #define B(j) (1ULL << (j))
 
@@ -166,11 +166,104 @@ static void test_parse(void)
     cJSON_Delete(spec);
 }
 
+/* stand-in detector: shorter messages are less trustworthy */
+static int len_scorer(void *ctx, const char *context, const char *response, float *out,
+                      struct sn_err *err)
+{
+    (void)ctx;
+    (void)context;
+    (void)err;
+    *out = (float)strlen(response);
+    return SN_OK;
+}
+
+/* The engine with the default (paper) rule: only honest agents run the defense; each ranks every
+** received message each round, blacklisted senders included. Replayed here independently from
+** the recorded texts (lowest length = bottom-1; a round whose lowest length is tied is skipped,
+** the tie rule being tested above). */
+static void test_engine(void)
+{
+    struct sn_qset *qs = calloc(1, sizeof *qs);
+    struct sn_err err = {0};
+    CHECK(qs && sn_synthetic_generate(qs, 6, 21, 0.4, "synthetic", &err) == SN_OK);
+    struct sn_experiment x;
+    mk_exp(&x, "def-paper", SN_SCEN_COLLABORATION, 5, 2, 4, SN_STRAT_SIMULTANEOUS, NULL, NULL);
+    snprintf(x.defense.name, sizeof x.defense.name, "sentinel");
+    x.defense.scorer.score = len_scorer;
+    CHECK(x.defense.rule == SN_DEFENSE_RULE_ALL && !x.defense.every_receiver);
+    struct rec_backend *rb = rec_open(NULL);
+    struct setup_store ss;
+    mk_setup(&ss, &x, rb->base);
+    int checked = 0, adv_checked = 0;
+    for (size_t q = 0; q < qs->n; q++) {
+        cJSON *traj = run_debate(&ss.s, &qs->items[q], 0);
+        CHECK(traj != NULL);
+        if (!traj)
+            continue;
+        bool honest[5];
+        const cJSON *ag;
+        int a = 0;
+        cJSON_ArrayForEach(ag, cJSON_GetObjectItem(traj, "agents"))
+        {
+            honest[a++] = strcmp(jstr_of(ag, "role"), "honest") == 0;
+        }
+        uint32_t bl[5] = {0};
+        bool tied = false;
+        for (int t = 1; t < 4 && !tied; t++)
+            for (int k = 0; k < 5; k++) {
+                const cJSON *m = msg_of(traj, t, k);
+                if (!m)
+                    continue;
+                uint32_t rec = 0;
+                const cJSON *e;
+                cJSON_ArrayForEach(e, cJSON_GetObjectItem(m, "blacklisted"))
+                {
+                    rec |= 1u << e->valueint;
+                }
+                if (!honest[k]) {
+                    CHECK_MSG(rec == 0, "adversary %d holds a blacklist %x", k, rec);
+                    adv_checked++;
+                    continue;
+                }
+                /* every sender's round t-1 message, blacklisted or not */
+                int lo = -1;
+                size_t lo_len = 0;
+                for (int j = 0; j < 5; j++) {
+                    const cJSON *pm = j == k ? NULL : msg_of(traj, t - 1, j);
+                    if (!pm)
+                        continue;
+                    size_t L = strlen(jstr_of(pm, "text"));
+                    if (lo >= 0 && L == lo_len)
+                        tied = true;
+                    if (lo < 0 || L < lo_len) {
+                        lo = j;
+                        lo_len = L;
+                        tied = false;
+                    }
+                }
+                if (tied)
+                    break;
+                if (lo >= 0)
+                    bl[k] |= 1u << lo;
+                CHECK_MSG(rec == bl[k], "debate %zu round %d agent %d blacklist %x want %x", q,
+                          t, k, rec, bl[k]);
+                checked++;
+            }
+        cJSON_Delete(traj);
+    }
+    CHECK_MSG(checked > 20 && adv_checked > 10, "checked %d honest, %d adversary turns", checked,
+              adv_checked);
+    sn_llm_backend_close(rb->base);
+    sn_qset_free(qs);
+    free_keep_alive();
+}
+
 int main(void)
 {
     test_scripted_rounds();
     test_ties();
     test_hook();
     test_parse();
+    test_engine();
     return sn_test_done();
 }
