@@ -1,16 +1,182 @@
-/* cli/cmd_train.c: `sentinel train` (DESIGN.md §1). This stage is not part of this build yet:
-** it says so and exits with SN_EXIT_UNAVAILABLE (3), distinct from failures. */
+/* cli/cmd_train.c: `sentinel train` (docs/design.md §1): the recipe's `train` section plus
+** command-line overrides into train/trainer.c. Keys, defaults and the output directory:
+** docs/train.md. SIGINT/SIGTERM ask the trainer to write a checkpoint and stop (a second one
+** kills). */
 #include "cli/cli.h"
+#include "train/train.h"
 
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: sentinel train [--recipe RECIPE] -i SHARDS_DIR -o OUT_DIR [options]\n"
+"\n"
+"Trains the reward model R(r + c) on the (context, chosen, rejected, reference) tuples of a\n"
+"`sentinel build` directory: LoRA + reward head on a Hugging Face base, or every parameter of\n"
+"a seeded `tiny`/`small` model (train.mode full). Writes OUT_DIR/metrics.jsonl (one JSON line\n"
+"per step, TRL names), OUT_DIR/checkpoint-N/ (PEFT adapter or HF model directory, optimizer\n"
+"state, trainer_state.json with SHA-256s), OUT_DIR/latest and OUT_DIR/final_metrics.json.\n"
+"Re-running on OUT_DIR resumes from its latest good checkpoint when the settings are equal.\n"
+"\n"
+"options:\n"
+"  -r, --recipe FILE      recipe JSON; its `train` section (see docs/train.md)\n"
+"  -i, --input DIR        shards directory (default train.shards, else <out_dir>/shards)\n"
+"  -o, --out DIR          output directory (default train.out, else <out_dir>/train)\n"
+"      --tokenizer FILE   tokenizer.json of the shards (default train.tokenizer, then\n"
+"                         build.tokenizer); copied beside a seeded base and checkpoints\n"
+"      --max-steps N      stop after N optimizer steps (overrides train.max_steps)\n"
+"      --save-every N     checkpoint every N steps (overrides train.save_every)\n"
+"      --init-adapter DIR continue from an existing PEFT adapter (lora mode)\n"
+"      --restart          delete OUT_DIR's checkpoints and metrics and start over\n"
+"      --set KEY=VALUE    override a recipe key (e.g. --set train.lr=1e-4)\n"
+"      --progress MODE    auto, bar, plain or none (default auto: a bar on a terminal)\n"
+"  -h, --help             this help\n"
+"\n"
+"Not in this build yet: --nproc / torchrun data parallelism, bf16 autocast, packed and\n"
+"shared-prefix batches (docs/train.md, 'Not yet').\n");
+}
+
+static int parse_count(const char *opt, const char *s, int64_t *out)
+{
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v < 0)
+        return sn_cli_usage_error("train", "%s '%s': expected a non-negative integer", opt, s);
+    *out = v;
+    return SN_EXIT_OK;
+}
+
+static void on_signal(int sig)
+{
+    sn_train_request_stop();
+    signal(sig, SIG_DFL); /* a second one kills */
+}
 
 int sn_cmd_train(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: sentinel train ...\n\nThis stage is not part of this build yet "
-               "(see README.md, 'Status').\n");
-        return SN_EXIT_OK;
+    static const struct option opts[] = {
+        {"recipe", required_argument, NULL, 'r'},    {"input", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'},       {"tokenizer", required_argument, NULL, 'T'},
+        {"max-steps", required_argument, NULL, 'M'}, {"save-every", required_argument, NULL, 'S'},
+        {"init-adapter", required_argument, NULL, 'A'},
+        {"restart", no_argument, NULL, 'R'},         {"set", required_argument, NULL, 's'},
+        {"progress", required_argument, NULL, 'p'},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *recipe_path = NULL, *in = NULL, *out = NULL, *tokenizer = NULL, *init = NULL;
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    size_t n_sets = 0;
+    int64_t max_steps = -1, save_every = -1;
+    bool restart = false;
+    int progress = 0, c, status = SN_EXIT_OK;
+    if (!sets) {
+        fprintf(stderr, "sentinel train: out of memory\n");
+        return SN_EXIT_FAIL;
     }
-    return sn_cli_unavailable("train", "this stage is not part of this build yet "
-                                    "(see README.md, 'Status')");
+    opterr = 0;
+    optind = 1;
+    while (!status && (c = getopt_long(argc, argv, ":r:i:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': recipe_path = optarg; break;
+        case 'i': in = optarg; break;
+        case 'o': out = optarg; break;
+        case 'T': tokenizer = optarg; break;
+        case 'A': init = optarg; break;
+        case 'R': restart = true; break;
+        case 's': sets[n_sets++] = optarg; break;
+        case 'M': status = parse_count("--max-steps", optarg, &max_steps); break;
+        case 'S': status = parse_count("--save-every", optarg, &save_every); break;
+        case 'p':
+            if (!strcmp(optarg, "auto")) progress = 0;
+            else if (!strcmp(optarg, "bar")) progress = 1;
+            else if (!strcmp(optarg, "plain")) progress = 2;
+            else if (!strcmp(optarg, "none")) progress = 3;
+            else status = sn_cli_usage_error("train", "--progress '%s': expected auto, bar, "
+                                             "plain or none", optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            free(sets);
+            return SN_EXIT_OK;
+        case ':':
+            status = sn_cli_usage_error("train", "option '%s' needs a value", argv[optind - 1]);
+            break;
+        default:
+            status = sn_cli_usage_error("train", "unknown option '%s'", argv[optind - 1]);
+            break;
+        }
+    }
+    if (!status && optind < argc)
+        status = sn_cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
+    struct sn_err err = {0};
+    cJSON *recipe = NULL;
+    struct sn_train_params p = sn_train_default_params();
+    char in_buf[1024], out_buf[1024];
+    if (!status && recipe_path && sn_recipe_load(recipe_path, sets, n_sets, &recipe, &err))
+        status = sn_cli_fail("train", &err);
+    if (!status && !recipe_path && n_sets)
+        status = sn_cli_usage_error("train", "--set needs --recipe");
+    if (!status && recipe && sn_train_params_from_recipe(recipe, &p, &err))
+        status = err.code == SN_E_UNSUPPORTED ? sn_cli_unavailable("train", err.msg)
+                                              : sn_cli_fail("train", &err);
+    const cJSON *sec = recipe ? cJSON_GetObjectItemCaseSensitive(recipe, "train") : NULL;
+    const cJSON *od = recipe ? cJSON_GetObjectItemCaseSensitive(recipe, "out_dir") : NULL;
+    if (!status && !in) {
+        const cJSON *v = sec ? cJSON_GetObjectItemCaseSensitive(sec, "shards") : NULL;
+        if (cJSON_IsString(v))
+            in = v->valuestring;
+        else if (cJSON_IsString(od)) {
+            snprintf(in_buf, sizeof in_buf, "%s/shards", od->valuestring);
+            in = in_buf;
+        } else
+            status = sn_cli_usage_error("train", "-i SHARDS_DIR is required");
+    }
+    if (!status && !out) {
+        const cJSON *v = sec ? cJSON_GetObjectItemCaseSensitive(sec, "out") : NULL;
+        if (cJSON_IsString(v))
+            out = v->valuestring;
+        else if (cJSON_IsString(od)) {
+            snprintf(out_buf, sizeof out_buf, "%s/train", od->valuestring);
+            out = out_buf;
+        } else
+            status = sn_cli_usage_error("train", "-o OUT_DIR is required");
+    }
+    if (!status) {
+        if (tokenizer)
+            p.tokenizer = tokenizer;
+        if (!p.tokenizer && recipe) {
+            const cJSON *b = cJSON_GetObjectItemCaseSensitive(recipe, "build");
+            const cJSON *v = b ? cJSON_GetObjectItemCaseSensitive(b, "tokenizer") : NULL;
+            if (cJSON_IsString(v))
+                p.tokenizer = v->valuestring;
+        }
+        if (max_steps >= 0)
+            p.max_steps = max_steps;
+        if (save_every >= 0)
+            p.save_every = save_every;
+        if (init)
+            p.init_adapter = init;
+        p.progress_mode = progress;
+    }
+    struct sn_trainer *t = NULL;
+    if (!status && sn_trainer_open(&p, in, out, restart, &t, &err))
+        status = sn_cli_fail("train", &err);
+    if (!status) {
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+        if (sn_trainer_run(t, &err))
+            status = sn_cli_fail("train", &err);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+    }
+    if (!status)
+        printf("trained %lld steps into %s\n", (long long)sn_trainer_step(t), out);
+    sn_trainer_free(t);
+    cJSON_Delete(recipe);
+    free(sets);
+    return status;
 }
