@@ -51,6 +51,18 @@ static int parse_count(const char *opt, const char *s, int64_t *out)
     return SN_EXIT_OK;
 }
 
+/* Tests: SENTINEL_TEST_KILL_AFTER=N kills the process with SIGKILL right after step N, the
+** way a crash or an OOM kill would (no checkpoint, no cleanup); SENTINEL_TEST_TERM_AFTER=N
+** sends SIGTERM to itself after step N (the handler's checkpoint-and-stop path). */
+static void kill_after(void *user, int64_t step)
+{
+    const int64_t *at = user;
+    if (step == at[0])
+        raise(SIGKILL);
+    if (step == at[1])
+        raise(SIGTERM);
+}
+
 static void on_signal(int sig)
 {
     sn_train_request_stop();
@@ -161,6 +173,14 @@ int sn_cmd_train(int argc, char **argv)
         if (init)
             p.init_adapter = init;
         p.progress_mode = progress;
+    }
+    static int64_t kill_at[2] = {-1, -1};
+    const char *ka = getenv("SENTINEL_TEST_KILL_AFTER"), *ta = getenv("SENTINEL_TEST_TERM_AFTER");
+    if ((ka && *ka) || (ta && *ta)) {
+        kill_at[0] = ka && *ka ? strtoll(ka, NULL, 10) : -1;
+        kill_at[1] = ta && *ta ? strtoll(ta, NULL, 10) : -1;
+        p.on_step = kill_after;
+        p.user = kill_at;
     }
     struct sn_trainer *t = NULL;
     if (!status && sn_trainer_open(&p, in, out, restart, &t, &err))

@@ -261,6 +261,9 @@ struct sn_train_params {
     const char *tokenizer;       /* tokenizer.json (copied next to seeded base and checkpoints) */
     const char *init_adapter;    /* continue from this adapter (lora mode) */
     int      progress_mode;      /* sn_progress force_mode: 0 auto, 2 plain, 3 silent */
+    /* Called after every optimizer step, before its evaluation and checkpoint; NULL = none. */
+    void   (*on_step)(void *user, int64_t step);
+    void    *user;
 };
 struct sn_train_params sn_train_default_params(void);
 /* Reads recipe["train"] (absent = defaults) into p. Unknown keys name the nearest valid one;

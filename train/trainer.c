@@ -1721,6 +1721,8 @@ int sn_trainer_run(struct sn_trainer *t, struct sn_err *err)
                      st.accuracy, lr, st.tokens_per_s);
             sn_progress_update(bar, (uint64_t)t->step, extra);
         }
+        if (!rc && t->p.on_step)
+            t->p.on_step(t->p.user, t->step);
         bool better = false, save = false;
         evaluated = false;
         if (!rc && t->p.eval_every > 0 && t->step % t->p.eval_every == 0) {
