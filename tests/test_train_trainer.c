@@ -4,7 +4,8 @@
 **   - weight decay: with zero gradients one AdamW step multiplies decayed weights by exactly
 **     (1 − lr·wd) and leaves biases, norms and the head untouched (full and LoRA modes);
 **   - micro-batch 4 × accumulation 2 gives the gradients of micro-batch 8 × accumulation 1
-**     (alignment term with missing references and reward centering included);
+**     (alignment term with missing references and reward centering included), and gradient
+**     checkpointing gives the gradients of the plain backward (full and LoRA);
 **   - checkpoints: last-K pruning, `latest`, a corrupt newest checkpoint falls back to the
 **     previous one, and the resumed run ends with byte-identical weights and optimizer state;
 **   - a changed setting is refused naming the key; NaN loss names the step and tuples; a
@@ -207,7 +208,7 @@ static double *grads_of(struct sn_trainer *t, size_t *total)
 }
 
 static void test_accumulation(const char *shards, enum sn_dtype dt, bool lora, uint64_t seed,
-                              double tol)
+                              double tol, bool ckpt)
 {
     struct sn_err err = {0};
     struct sn_train_stats s1, s2;
@@ -225,8 +226,13 @@ static void test_accumulation(const char *shards, enum sn_dtype dt, bool lora, u
     p.micro_batch = 4;
     p.grad_accum = 2;
     CHECK_MSG(sn_trainer_open(&p, shards, o1, true, &a, &err) == SN_OK, "%s", err.msg);
-    p.micro_batch = 8;
-    p.grad_accum = 1;
+    if (ckpt) {
+        /* the second run: same batches, every decoder layer recomputed in backward */
+        p.grad_checkpoint = true;
+    } else {
+        p.micro_batch = 8;
+        p.grad_accum = 1;
+    }
     CHECK_MSG(sn_trainer_open(&p, shards, o2, true, &b, &err) == SN_OK, "%s", err.msg);
     if (!a || !b) {
         sn_trainer_free(a);
@@ -260,8 +266,9 @@ static void test_accumulation(const char *shards, enum sn_dtype dt, bool lora, u
         worst = fmax(worst, fabs(g1[i] - g2[i]));
         gmax = fmax(gmax, fabs(g2[i]));
     }
-    printf("accumulation (%s, %s): max |g_4x2 - g_8x1| = %.3g (max |g| %.3g)\n",
-           sn_dtype_name(dt), lora ? "lora" : "full", worst, gmax);
+    printf("%s (%s, %s): max |g_a - g_b| = %.3g (max |g| %.3g)\n",
+           ckpt ? "checkpointing" : "accumulation 4x2 vs 8x1", sn_dtype_name(dt),
+           lora ? "lora" : "full", worst, gmax);
     /* f64: rounding only; f32: the sums of 8 vs 4 + 4 terms round differently (~1e-7) */
     CHECK_MSG(worst <= tol * fmax(1.0, gmax) && gmax > 1e-4, "max diff %g, max grad %g", worst,
               gmax);
@@ -456,6 +463,7 @@ static void test_failures(const char *shards, const char *root)
 int main(void)
 {
     struct sn_err err = {0};
+    sn_log_set_level(SN_LOG_ERROR); /* the warnings this test provokes on purpose */
     test_schedules();
     char root[512], shards[600];
     snprintf(root, sizeof root, "%s", sn_test_dir("train_trainer"));
@@ -465,10 +473,13 @@ int main(void)
     test_decay(shards, true);
     /* several seeds: several data orders (and so reference counts per micro-batch) */
     for (uint64_t seed = 1; seed <= 3; seed++) {
-        test_accumulation(shards, SN_DTYPE_F64, false, seed, 1e-10);
-        test_accumulation(shards, SN_DTYPE_F32, false, seed, 1e-6);
+        test_accumulation(shards, SN_DTYPE_F64, false, seed, 1e-10, false);
+        test_accumulation(shards, SN_DTYPE_F32, false, seed, 1e-6, false);
     }
-    test_accumulation(shards, SN_DTYPE_F64, true, 1, 1e-10);
+    test_accumulation(shards, SN_DTYPE_F64, true, 1, 1e-10, false);
+    /* gradient checkpointing gives the same gradients, full fine-tuning included */
+    test_accumulation(shards, SN_DTYPE_F64, false, 1, 1e-10, true);
+    test_accumulation(shards, SN_DTYPE_F64, true, 1, 1e-10, true);
     test_checkpoints(shards, false);
     test_checkpoints(shards, true);
     test_failures(shards, root);
