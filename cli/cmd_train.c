@@ -5,8 +5,14 @@
 #include "cli/cli.h"
 #include "train/train.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +39,17 @@ static void usage(FILE *f)
 "      --save-every N     checkpoint every N steps (overrides train.save_every)\n"
 "      --init-adapter DIR continue from an existing PEFT adapter (lora mode)\n"
 "      --restart          delete OUT_DIR's checkpoints and metrics and start over\n"
+"      --nproc N          data parallel on this machine: N processes (Gloo on the CPU), each\n"
+"                         taking 1/N of every step's tuples; the global batch is\n"
+"                         micro_batch x grad_accum x N. Under torchrun / srun, leave it out:\n"
+"                         RANK/WORLD_SIZE (or SLURM_PROCID/SLURM_NTASKS) + MASTER_ADDR/PORT\n"
+"                         are read from the environment\n"
 "      --set KEY=VALUE    override a recipe key (e.g. --set train.lr=1e-4)\n"
 "      --progress MODE    auto, bar, plain or none (default auto: a bar on a terminal)\n"
 "  -h, --help             this help\n"
 "\n"
-"Not in this build yet: --nproc / torchrun data parallelism, bf16 autocast, packed and\n"
-"shared-prefix batches (docs/train.md, 'Not yet').\n");
+"Not in this build yet: bf16 autocast, packed and shared-prefix batches (docs/train.md,\n"
+"'Not yet').\n");
 }
 
 static int parse_count(const char *opt, const char *s, int64_t *out)
@@ -63,6 +74,86 @@ static void kill_after(void *user, int64_t step)
         raise(SIGTERM);
 }
 
+/* --nproc N: runs N copies of this command (without --nproc) as ranks 0..N-1 of a local
+** Gloo group on a free loopback port; returns the worst exit status. A failing rank makes the
+** launcher stop the others (SIGTERM: each writes nothing unless it is rank 0). */
+static int launch(int nproc, int argc, char **argv)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
+        getsockname(fd, (struct sockaddr *)&a, &al)) {
+        if (fd >= 0)
+            close(fd);
+        fprintf(stderr, "sentinel train: --nproc: no free loopback port: %s\n", strerror(errno));
+        return SN_EXIT_FAIL;
+    }
+    int port = ntohs(a.sin_port);
+    close(fd);
+    char **args = calloc((size_t)argc + 3, sizeof *args);
+    pid_t *pids = calloc((size_t)nproc, sizeof *pids);
+    if (!args || !pids) {
+        free(args);
+        free(pids);
+        return SN_EXIT_FAIL;
+    }
+    int k = 0;
+    args[k++] = "sentinel";
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--nproc")) {
+            i++;
+            continue;
+        }
+        if (!strncmp(argv[i], "--nproc=", 8))
+            continue;
+        args[k++] = argv[i];
+    }
+    fflush(NULL);
+    int status = SN_EXIT_OK, started = 0;
+    for (int r = 0; r < nproc; r++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            char rb[16], wb[16], pb[16];
+            snprintf(rb, sizeof rb, "%d", r);
+            snprintf(wb, sizeof wb, "%d", nproc);
+            snprintf(pb, sizeof pb, "%d", port);
+            setenv("RANK", rb, 1);
+            setenv("LOCAL_RANK", rb, 1);
+            setenv("WORLD_SIZE", wb, 1);
+            setenv("MASTER_ADDR", "127.0.0.1", 1);
+            setenv("MASTER_PORT", pb, 1);
+            execv("/proc/self/exe", args);
+            _exit(127);
+        }
+        if (pid < 0) {
+            fprintf(stderr, "sentinel train: --nproc: fork: %s\n", strerror(errno));
+            status = SN_EXIT_FAIL;
+            break;
+        }
+        pids[started++] = pid;
+    }
+    for (int left = started; left > 0; left--) {
+        int st = 0;
+        pid_t done = wait(&st);
+        if (done < 0)
+            break;
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : SN_EXIT_FAIL;
+        if (code && !status) {
+            status = code;
+            for (int i = 0; i < started; i++) /* the others would wait in a collective */
+                if (pids[i] != done)
+                    kill(pids[i], SIGTERM);
+        }
+    }
+    free(args);
+    free(pids);
+    return status;
+}
+
 static void on_signal(int sig)
 {
     sn_train_request_stop();
@@ -77,12 +168,13 @@ int sn_cmd_train(int argc, char **argv)
         {"max-steps", required_argument, NULL, 'M'}, {"save-every", required_argument, NULL, 'S'},
         {"init-adapter", required_argument, NULL, 'A'},
         {"restart", no_argument, NULL, 'R'},         {"set", required_argument, NULL, 's'},
+        {"nproc", required_argument, NULL, 'N'},
         {"progress", required_argument, NULL, 'p'},  {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *recipe_path = NULL, *in = NULL, *out = NULL, *tokenizer = NULL, *init = NULL;
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
     size_t n_sets = 0;
-    int64_t max_steps = -1, save_every = -1;
+    int64_t max_steps = -1, save_every = -1, nproc = 1;
     bool restart = false;
     int progress = 0, c, status = SN_EXIT_OK;
     if (!sets) {
@@ -102,6 +194,12 @@ int sn_cmd_train(int argc, char **argv)
         case 's': sets[n_sets++] = optarg; break;
         case 'M': status = parse_count("--max-steps", optarg, &max_steps); break;
         case 'S': status = parse_count("--save-every", optarg, &save_every); break;
+        case 'N':
+            status = parse_count("--nproc", optarg, &nproc);
+            if (!status && (nproc < 1 || nproc > 256))
+                status = sn_cli_usage_error("train", "--nproc %lld: expected 1..256",
+                                            (long long)nproc);
+            break;
         case 'p':
             if (!strcmp(optarg, "auto")) progress = 0;
             else if (!strcmp(optarg, "bar")) progress = 1;
@@ -124,6 +222,15 @@ int sn_cmd_train(int argc, char **argv)
     }
     if (!status && optind < argc)
         status = sn_cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
+    if (!status && nproc > 1) {
+        if (getenv("WORLD_SIZE") || getenv("SLURM_NTASKS")) {
+            status = sn_cli_usage_error("train", "--nproc inside a torchrun/srun launch: leave "
+                                        "it out (WORLD_SIZE/SLURM_NTASKS are set)");
+        } else {
+            free(sets);
+            return launch((int)nproc, argc, argv);
+        }
+    }
     struct sn_err err = {0};
     cJSON *recipe = NULL;
     struct sn_train_params p = sn_train_default_params();

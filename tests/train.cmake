@@ -4,3 +4,6 @@
 if(TARGET test_train_cli)
   set_tests_properties(test_train_cli PROPERTIES LABELS noasan)
 endif()
+if(TARGET test_train_dist)
+  set_tests_properties(test_train_dist PROPERTIES LABELS noasan)
+endif()

@@ -448,6 +448,9 @@ struct sn_trainer {
     double             best_value;
     char               best_name[64];
     int64_t            last_saved;
+    struct sn_dist    *dist;                /* data parallel group (a world of 1 by default) */
+    int                rank, world;
+    bool               stop_all;            /* some rank was asked to stop */
 };
 
 int64_t sn_trainer_step(const struct sn_trainer *t) { return t->step; }
@@ -476,6 +479,7 @@ void sn_trainer_free(struct sn_trainer *t)
     sn_free(t->params);
     sn_free(t->decay);
     sn_model_free(t->m);
+    sn_aten_dist_free(t->dist);
     sn_free(t->perm);
     sn_free(t->rows.ids);
     sn_free(t->rows.mask);
@@ -602,6 +606,7 @@ static cJSON *make_settings(const struct sn_trainer *t, const char *shards_hash)
     cJSON_AddStringToObject(s, "shards", t->shards);
     cJSON_AddStringToObject(s, "shards_sha256", shards_hash);
     cJSON_AddStringToObject(s, "tokenizer_hash", t->tok_hash);
+    cJSON_AddNumberToObject(s, "world_size", t->world);
     return s;
 }
 
@@ -843,6 +848,10 @@ static int verify_checkpoint(const char *dir, cJSON **state, struct sn_err *err)
 
 static int write_checkpoint(struct sn_trainer *t, struct sn_err *err)
 {
+    if (t->rank != 0) { /* every rank holds the same state; rank 0 writes it */
+        t->last_saved = t->step;
+        return SN_OK;
+    }
     char name[64], tmp[PATH_MAX], dst[PATH_MAX], p[PATH_MAX];
     snprintf(name, sizeof name, "checkpoint-%" PRId64, t->step);
     int rc = path_join(dst, sizeof dst, t->out, name, err);
@@ -954,6 +963,8 @@ static void put_num(cJSON *o, const char *k, double v)
 
 static int log_line(struct sn_trainer *t, const cJSON *o, struct sn_err *err)
 {
+    if (t->rank != 0)
+        return SN_OK;
     char p[PATH_MAX];
     int rc = path_join(p, sizeof p, t->out, "metrics.jsonl", err);
     if (rc)
@@ -1128,7 +1139,19 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
     if (!rc && t->data[SN_SPLIT_TRAIN].n == 0)
         rc = sn_err_set(err, SN_E_ARG, "%s: no training tuples (the train split is empty)",
                         shards);
-    t->G = p->micro_batch * p->grad_accum;
+    /* data parallel: torchrun / Slurm environment, else a world of 1 (docs/train.md) */
+    if (!rc) {
+        struct sn_dist_params dp = sn_dist_default_params();
+        dp.device = sn_model_default_params().device;
+        rc = sn_aten_dist_init_env(&dp, &t->dist, err);
+        if (!rc) {
+            t->rank = sn_aten_dist_rank(t->dist);
+            t->world = sn_aten_dist_world_size(t->dist);
+        }
+    }
+    if (t->world < 1)
+        t->world = 1;
+    t->G = p->micro_batch * p->grad_accum * t->world;
     if (!rc && p->micro_batch > 1024)
         rc = sn_err_set(err, SN_E_ARG, "train.micro_batch = %" PRId64 " (at most 1024)",
                         p->micro_batch);
@@ -1136,8 +1159,9 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
         t->per_epoch = (int64_t)t->data[SN_SPLIT_TRAIN].n / t->G;
         if (!t->per_epoch)
             rc = sn_err_set(err, SN_E_ARG, "only %zu training tuples: fewer than one optimizer "
-                            "step (micro_batch %" PRId64 " x grad_accum %" PRId64 ")",
-                            t->data[SN_SPLIT_TRAIN].n, p->micro_batch, p->grad_accum);
+                            "step (micro_batch %" PRId64 " x grad_accum %" PRId64 " x %d "
+                            "processes)", t->data[SN_SPLIT_TRAIN].n, p->micro_batch,
+                            p->grad_accum, t->world);
     }
     if (!rc) {
         t->total = p->max_steps ? p->max_steps : p->epochs * t->per_epoch;
@@ -1173,7 +1197,7 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
     if (!rc)
         rc = path_join(path, sizeof path, t->out, "train_settings.json", err);
     char resume_dir[PATH_MAX] = "";
-    if (!rc && restart) {
+    if (!rc && restart && t->rank == 0) {
         int64_t steps[4096];
         size_t n = list_checkpoints(t->out, steps, 4096);
         for (size_t i = 0; i < n; i++) {
@@ -1188,7 +1212,10 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
             snprintf(d, sizeof d, "%s/%s", t->out, drop[i]);
             unlink(d);
         }
-    } else if (!rc && exists(path)) {
+    }
+    if (!rc)
+        rc = sn_aten_dist_barrier(t->dist, err); /* rank 0's restart is done before the search */
+    if (!rc && !restart && exists(path)) {
         rc = sn_json_load(path, &old, err);
         if (!rc) {
             diff = sn_malloc(8192);
@@ -1227,9 +1254,11 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
             break;
         }
     }
-    if (!rc && !exists(path))
+    if (!rc && t->rank == 0 && !exists(path))
         rc = sn_json_save(path, t->settings, err);
-    if (!rc && seeded) {
+    if (!rc && t->rank != 0) {
+        /* rank 0 alone writes in out/ */
+    } else if (!rc && seeded) {
         char b[PATH_MAX];
         rc = path_join(b, sizeof b, t->base_path, "config.json", err);
         if (!rc && !exists(b))
@@ -1261,15 +1290,17 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
             snprintf(t->best_name, sizeof t->best_name, "%s", bn->valuestring);
             t->best_value = bv->valuedouble;
         }
-        if (!rc)
+        if (!rc && t->rank == 0)
             rc = trim_metrics(t, t->step, err);
         if (rc)
             sn_err_wrap(err, "resuming from %s", resume_dir);
         else
             SN_INFO("train: resuming from %s (step %" PRId64 ")", resume_dir, t->step);
-    } else if (!rc && !restart) {
+    } else if (!rc && !restart && t->rank == 0) {
         rc = trim_metrics(t, -1, err); /* no checkpoint: the run starts over */
     }
+    if (!rc)
+        rc = sn_aten_dist_barrier(t->dist, err);
     cJSON_Delete(old);
     cJSON_Delete(state);
     sn_free(diff);
@@ -1283,7 +1314,8 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
 
 /* ---- the step ------------------------------------------------------------------------------- */
 
-/* Tuple indices (into the train set) of step s, micro-batch k. */
+/* Tuple indices (into the train set) of step s, micro-batch k of the global step (ranks take
+** consecutive micro-batches: rank r has k in [r·A, (r+1)·A)). */
 static int step_tuples(struct sn_trainer *t, int64_t s, int64_t k, size_t *out,
                        struct sn_err *err)
 {
@@ -1434,17 +1466,70 @@ static int rewards_host(struct sn_tensor *r, double *out, int64_t n, struct sn_e
     return rc;
 }
 
+/* Sums a host buffer over the ranks (in place; no-op in a world of 1). */
+static int reduce_host(struct sn_trainer *t, double *buf, size_t n, struct sn_err *err)
+{
+    if (t->world <= 1)
+        return SN_OK;
+    struct sn_tensor *x = NULL;
+    int64_t shape[1] = {(int64_t)n};
+    int rc = sn_aten_from_host(buf, SN_DTYPE_F64, shape, 1, SN_DTYPE_F64, SN_CPU, &x, err);
+    if (!rc)
+        rc = sn_aten_dist_all_reduce(t->dist, x, SN_REDUCE_SUM, err);
+    if (!rc)
+        rc = sn_aten_to_host(x, buf, SN_DTYPE_F64, n, err);
+    sn_tensor_free(x);
+    return rc;
+}
+
+/* Sums every parameter's gradient over the ranks: each rank's gradient is already weighted
+** by its share of the global step, so the sum is the global gradient. */
+static int reduce_grads(struct sn_trainer *t, struct sn_err *err)
+{
+    if (t->world <= 1)
+        return SN_OK;
+    struct sn_tensor **g = sn_calloc(t->n_params + 1, sizeof *g);
+    int rc = g ? SN_OK : sn_err_set(err, SN_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < t->n_params && !rc; i++) {
+        rc = sn_aten_grad(t->params[i].t, &g[i], err);
+        if (!rc && !g[i]) { /* untouched on this rank: contribute zeros */
+            int64_t shape[8];
+            int nd = sn_tensor_shape(t->params[i].t, shape, 8);
+            struct sn_tensor *z = NULL;
+            rc = sn_aten_zeros(shape, nd, sn_tensor_dtype(t->params[i].t),
+                               sn_tensor_device(t->params[i].t), &z, err);
+            if (!rc)
+                rc = sn_aten_set_grad(t->params[i].t, z, err);
+            sn_tensor_free(z);
+            if (!rc)
+                rc = sn_aten_grad(t->params[i].t, &g[i], err);
+        }
+    }
+    if (!rc)
+        rc = sn_aten_dist_all_reduce_many(t->dist, g, t->n_params, SN_REDUCE_SUM, err);
+    for (size_t i = 0; g && i < t->n_params; i++)
+        sn_tensor_free(g[i]);
+    sn_free(g);
+    return rc ? sn_err_wrap(err, "all-reduce of the gradients") : SN_OK;
+}
+
 int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struct sn_err *err)
 {
-    int64_t mb = t->p.micro_batch, A = t->p.grad_accum, G = t->G;
+    /* G tuples per step over all ranks; this rank takes the contiguous chunk
+    ** [rank·mb·A, (rank+1)·mb·A) of them in A micro-batches of mb. */
+    int64_t mb = t->p.micro_batch, A = t->p.grad_accum, G = t->G, L = mb * A;
+    int64_t off = (int64_t)t->rank * L;
     size_t *tu = sn_malloc((size_t)G * sizeof *tu);
-    double *ch = sn_malloc((size_t)G * 3 * sizeof *ch), *rej = ch + G, *ref = ch + 2 * G;
+    /* [ch (G), rej (G), ref (G), has_ref (G), tokens, stop]: summed over the ranks */
+    size_t nbuf = 4 * (size_t)G + 2;
+    double *buf = sn_calloc(nbuf, sizeof *buf);
+    double *ch = buf, *rej = buf + G, *ref = buf + 2 * G, *hrd = buf + 3 * G;
     bool *hr = sn_calloc((size_t)G, sizeof *hr);
     double *rbuf = sn_malloc((size_t)(3 * mb) * sizeof *rbuf);
     int rc = SN_OK;
     double t0 = sn_now(), wait = 0;
     memset(st, 0, sizeof *st);
-    if (!tu || !ch || !hr || !rbuf) {
+    if (!tu || !buf || !hr || !rbuf) {
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
         goto done;
     }
@@ -1452,7 +1537,7 @@ int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struc
     int64_t max_pos = sn_model_get_config(t->m)->max_position_embeddings;
     /* the alignment term's weights need the step's count of references first */
     int64_t n_ref = 0;
-    for (int64_t k = 0; k < A && !rc; k++)
+    for (int64_t k = 0; k < G / mb && !rc; k++)
         rc = step_tuples(t, t->step, k, tu + k * mb, err);
     for (int64_t i = 0; i < G && !rc && with_ref; i++) {
         struct tset *s = &t->data[SN_SPLIT_TRAIN];
@@ -1464,22 +1549,23 @@ int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struc
         sn_aten_zero_grad(t->params[i].t);
     int64_t tokens = 0;
     for (int64_t k = 0; k < A && !rc; k++) {
+        int64_t at = off + k * mb; /* this micro-batch's first slot in the step */
         double w0 = sn_now();
-        rc = rows_build(&t->rows, &t->data[SN_SPLIT_TRAIN], tu + k * mb, mb, with_ref, max_pos,
+        rc = rows_build(&t->rows, &t->data[SN_SPLIT_TRAIN], tu + at, mb, with_ref, max_pos,
                         err);
         wait += sn_now() - w0;
         if (rc)
             break;
         tokens += t->rows.tokens;
-        rc = sn_aten_gen_seed(t->m->gen, sn_seed_derive(t->p.seed, "dropout",
-                                                        (uint64_t)(t->step * A + k)), err);
+        uint64_t stream = (uint64_t)((t->step * A + k) * t->world + t->rank);
+        rc = sn_aten_gen_seed(t->m->gen, sn_seed_derive(t->p.seed, "dropout", stream), err);
         struct sn_tensor *r = NULL;
         if (!rc)
             rc = forward_rows(t, &r, err);
+        /* loss_compute's terms are means over this micro-batch (b tuples, k references) */
         double w_p = (double)mb / (double)G;
         double w_a = n_ref ? t->p.alpha / (double)n_ref * (double)t->rows.k : 0.0;
         double w_c = t->p.center_rewards * (double)mb / (double)G;
-        /* loss_compute's align term is a mean over this micro-batch's k references */
         if (!rc)
             rc = micro_backward(t, r, w_p, w_a, w_c, err);
         sn_model_release_forward_state(t->m);
@@ -1487,18 +1573,28 @@ int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struc
             rc = rewards_host(r, rbuf, 2 * t->rows.b + t->rows.k, err);
         sn_tensor_free(r);
         for (int64_t i = 0; !rc && i < mb; i++) {
-            ch[k * mb + i] = rbuf[i];
-            rej[k * mb + i] = rbuf[mb + i];
-            hr[k * mb + i] = t->rows.has_ref[i];
-            ref[k * mb + i] = 0.0;
+            ch[at + i] = rbuf[i];
+            rej[at + i] = rbuf[mb + i];
+            hrd[at + i] = t->rows.has_ref[i];
         }
         for (int64_t j = 0; !rc && j < t->rows.k; j++)
-            ref[k * mb + t->rows.ref_of[j]] = rbuf[2 * mb + j];
+            ref[at + t->rows.ref_of[j]] = rbuf[2 * mb + j];
     }
+    buf[4 * G] = (double)tokens;
+    buf[4 * G + 1] = stop_requested ? 1.0 : 0.0;
+    /* every rank takes part in the collectives even after a local failure would be better;
+    ** a failing rank returns here and the others time out (aten's store timeout) */
+    if (!rc)
+        rc = reduce_host(t, buf, nbuf, err);
+    if (!rc)
+        rc = reduce_grads(t, err);
+    for (int64_t i = 0; i < G; i++)
+        hr[i] = hrd[i] > 0.5;
     if (!rc)
         rc = host_stats(ch, rej, with_ref ? ref : NULL, with_ref ? hr : NULL, (size_t)G,
                         t->p.alpha, t->p.center_rewards, st, err);
-    st->num_tokens = tokens;
+    st->num_tokens = (int64_t)buf[4 * G];
+    t->stop_all = buf[4 * G + 1] > 0.5;
     st->data_wait = wait;
     st->step_time = sn_now() - t0;
     if (!rc && !isfinite(st->loss)) {
@@ -1511,7 +1607,7 @@ int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struc
         sn_err_wrap(err, "step %" PRId64, t->step + 1);
 done:
     sn_free(tu);
-    sn_free(ch);
+    sn_free(buf);
     sn_free(hr);
     sn_free(rbuf);
     return rc;
@@ -1655,6 +1751,9 @@ static int run_eval(struct sn_trainer *t, struct sn_train_stats *ev, bool *bette
                     struct sn_err *err)
 {
     *better = false;
+    memset(ev, 0, sizeof *ev);
+    if (t->rank != 0)
+        return SN_OK; /* evaluation only feeds rank 0's logs and checkpoints */
     int rc = sn_trainer_evaluate(t, SN_SPLIT_VALIDATION, ev, err);
     if (rc || !ev->n)
         return rc;
@@ -1677,7 +1776,7 @@ int sn_trainer_run(struct sn_trainer *t, struct sn_err *err)
     pp.label = "train";
     pp.unit = "steps";
     pp.total = (uint64_t)t->total;
-    pp.force_mode = t->p.progress_mode;
+    pp.force_mode = t->rank == 0 ? t->p.progress_mode : 3;
     if (sn_progress_create(&pp, &bar, err)) {
         sn_err_clear(err);
         bar = NULL;
@@ -1735,11 +1834,11 @@ int sn_trainer_run(struct sn_trainer *t, struct sn_err *err)
         }
         if (t->p.save_every > 0 && t->step % t->p.save_every == 0)
             save = true;
-        if (stop_requested)
+        if (t->stop_all)
             save = true;
         if (!rc && save)
             rc = write_checkpoint(t, err);
-        if (!rc && stop_requested) {
+        if (!rc && t->stop_all) {
             rc = sn_err_set(err, SN_E_CANCELLED, "interrupted: checkpoint-%" PRId64 " written; "
                             "re-run the same command to resume", t->step);
             break;
@@ -1762,14 +1861,15 @@ int sn_trainer_run(struct sn_trainer *t, struct sn_err *err)
         cJSON_AddStringToObject(fm, "checkpoint", nm);
         if (t->best_name[0])
             cJSON_AddStringToObject(fm, "best_checkpoint", t->best_name);
-        for (int sp = SN_SPLIT_VALIDATION; sp <= SN_SPLIT_TEST && !rc; sp++) {
+        for (int sp = SN_SPLIT_VALIDATION; sp <= SN_SPLIT_TEST && !rc && t->rank == 0; sp++) {
             rc = sn_trainer_evaluate(t, sp, &te, err);
             if (!rc && te.n)
                 cJSON_AddItemToObject(fm, sn_split_name((enum sn_split)sp),
                                       stats_json(&te, "", false));
         }
         char p[PATH_MAX];
-        if (!rc && !(rc = path_join(p, sizeof p, t->out, "final_metrics.json", err)))
+        if (!rc && t->rank == 0 &&
+            !(rc = path_join(p, sizeof p, t->out, "final_metrics.json", err)))
             rc = sn_json_save(p, fm, err);
         cJSON_Delete(fm);
     }
