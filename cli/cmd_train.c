@@ -77,6 +77,15 @@ static void kill_after(void *user, int64_t step)
 /* --nproc N: runs N copies of this command (without --nproc) as ranks 0..N-1 of a local
 ** Gloo group on a free loopback port; returns the worst exit status. A failing rank makes the
 ** launcher stop the others (SIGTERM: each writes nothing unless it is rank 0). */
+static pid_t *launched;
+static int     n_launched;
+
+static void forward_signal(int sig) /* the launcher passes SIGINT/SIGTERM to every rank */
+{
+    for (int i = 0; i < n_launched; i++)
+        kill(launched[i], sig);
+}
+
 static int launch(int nproc, int argc, char **argv)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -136,6 +145,10 @@ static int launch(int nproc, int argc, char **argv)
         }
         pids[started++] = pid;
     }
+    launched = pids;
+    n_launched = started;
+    signal(SIGINT, forward_signal);
+    signal(SIGTERM, forward_signal);
     for (int left = started; left > 0; left--) {
         int st = 0;
         pid_t done = wait(&st);
@@ -149,6 +162,10 @@ static int launch(int nproc, int argc, char **argv)
                     kill(pids[i], SIGTERM);
         }
     }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    n_launched = 0;
+    launched = NULL;
     free(args);
     free(pids);
     return status;

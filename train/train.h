@@ -284,7 +284,11 @@ struct sn_train_stats {
 };
 
 struct sn_trainer;
-/* Prepares a run of p on the shards in `shards` (a `sentinel build` directory) into `out`:
+/* Data parallelism: when the environment names a process group (torchrun's RANK/WORLD_SIZE or
+** Slurm's SLURM_PROCID/SLURM_NTASKS, + MASTER_ADDR/MASTER_PORT; aten/aten.h), every process
+** opens the same trainer; each takes 1/world of every step's tuples, gradients are summed
+** over the ranks before the update, and rank 0 alone writes in out.
+** Prepares a run of p on the shards in `shards` (a `sentinel build` directory) into `out`:
 ** writes out/train_settings.json and (seeded init) out/base/, or resumes from out/latest when
 ** the settings are equal (refusing with the differing keys otherwise; restart = start over,
 ** deleting earlier checkpoints and metrics). */
