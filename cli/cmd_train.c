@@ -80,7 +80,7 @@ static void kill_after(void *user, int64_t step)
 static pid_t *launched;
 static int     n_launched;
 
-static void forward_signal(int sig) /* the launcher passes SIGINT/SIGTERM to every rank */
+static void forward_signal(int sig) /* the launcher passes SIGTERM on to every rank */
 {
     for (int i = 0; i < n_launched; i++)
         kill(launched[i], sig);
@@ -147,7 +147,9 @@ static int launch(int nproc, int argc, char **argv)
     }
     launched = pids;
     n_launched = started;
-    signal(SIGINT, forward_signal);
+    /* Ctrl-C reaches the whole process group (every rank) from the terminal: forwarding it
+    ** would be a second signal, which kills; SIGTERM (a scheduler's) comes to us alone. */
+    signal(SIGINT, SIG_IGN);
     signal(SIGTERM, forward_signal);
     for (int left = started; left > 0; left--) {
         int st = 0;

@@ -10,8 +10,10 @@
 ** (G = micro_batch × grad_accum, the last partial batch of an epoch is dropped), so the data
 ** cursor is a function of the step; the LoRA-dropout generator is reseeded before every
 ** micro-batch from sn_seed_derive(seed, "dropout", s·grad_accum + k), so no random state has to
-** travel in a checkpoint beyond the step. Parameters and AdamW moments are stored exactly (f32
-** or f64 as computed). */
+** travel in a checkpoint beyond the step. In f32 runs parameters and AdamW moments are stored
+** exactly (full-mode weights are written as float32 whatever the base's torch_dtype; adapters are
+** F32); float64 runs (numerical checks) store f64 moments but f32 weights, so their resume is not
+** bit-exact. */
 #include "train/train.h"
 #include "train/train_internal.h"
 
@@ -174,6 +176,9 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
         (rc = get_pos(sec, "threads", 0, &threads, err)) ||
         (rc = get_pos(sec, "eval_every", 0, &p->eval_every, err)) ||
         (rc = get_pos(sec, "eval_batch", 1, &p->eval_batch, err)) ||
+        (p->eval_batch > 1024 &&
+         (rc = sn_err_set(err, SN_E_ARG, "recipe: train.eval_batch = %" PRId64 " (at most "
+                          "1024)", p->eval_batch))) ||
         (rc = get_pos(sec, "save_every", 0, &p->save_every, err)) ||
         (rc = get_pos(sec, "keep_last", 0, &p->keep_last, err)) ||
         (rc = get_pos(sec, "log_every", 1, &p->log_every, err)) ||
@@ -1036,6 +1041,9 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
         rc = sn_model_create(&c, &mp, &t->m, err);
     } else {
         rc = sn_model_open_hf(t->p.base, &mp, &t->m, err);
+        /* full fine-tuning writes its checkpoints in f32 (a bf16 base would round each save) */
+        if (!rc && t->full)
+            snprintf(t->m->cfg.torch_dtype, sizeof t->m->cfg.torch_dtype, "float32");
         if (!rc && !sn_model_has_head(t->m))
             rc = sn_model_init_head(t->m, 0.02, sn_seed_derive(t->p.seed, "head", 0), err);
         if (!rc && sn_model_get_config(t->m)->vocab_size < t->vocab)
@@ -1155,6 +1163,10 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
     if (!rc && p->micro_batch > 1024)
         rc = sn_err_set(err, SN_E_ARG, "train.micro_batch = %" PRId64 " (at most 1024)",
                         p->micro_batch);
+    if (!rc && (p->eval_batch < 1 || p->eval_batch > 1024 || p->micro_batch < 1 ||
+                p->grad_accum < 1))
+        rc = sn_err_set(err, SN_E_ARG, "train.eval_batch must be 1..1024, micro_batch and "
+                        "grad_accum >= 1");
     if (!rc) {
         t->per_epoch = (int64_t)t->data[SN_SPLIT_TRAIN].n / t->G;
         if (!t->per_epoch)
@@ -1822,6 +1834,9 @@ int sn_trainer_run(struct sn_trainer *t, struct sn_err *err)
         }
         if (!rc && t->p.on_step)
             t->p.on_step(t->p.user, t->step);
+        /* one process stops at this step; ranks agree through the next step's all-reduce */
+        if (t->world <= 1 && stop_requested)
+            t->stop_all = true;
         bool better = false, save = false;
         evaluated = false;
         if (!rc && t->p.eval_every > 0 && t->step % t->p.eval_every == 0) {
