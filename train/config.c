@@ -231,3 +231,14 @@ int sn_model_config_to_json(const struct sn_model_config *c, cJSON **out, struct
     return SN_OK;
 }
 
+
+struct sn_model_config sn_model_config_small(int64_t vocab_size)
+{
+    struct sn_model_config c = sn_model_config_tiny(vocab_size);
+    c.hidden_size = 256;
+    c.intermediate_size = 768;
+    c.num_hidden_layers = 4;
+    c.num_attention_heads = 8;
+    c.num_key_value_heads = 4;
+    return c;
+}

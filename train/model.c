@@ -556,16 +556,24 @@ int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
         struct layer_ctx x = {m, i, cosv, sinv, tkeep, B, T};
         struct sn_tensor *hn2 = NULL;
         if (ckpt) {
-            /* every tensor the layer reads that requires grad: its LoRA factors */
-            struct sn_tensor *params[2 * SN_LORA_TARGET_COUNT];
+            /* every tensor the layer reads that requires grad: its LoRA factors, and in full
+            ** fine-tuning (the trainer's mode full) its own weights, biases and norms */
+            struct sn_tensor *params[3 * SN_LORA_TARGET_COUNT + 5];
             size_t np = 0;
+            struct sn_model_layer *L = &m->layers[i];
             for (int t = 0; t < SN_LORA_TARGET_COUNT; t++) {
-                struct sn_lora_linear *l = m->layers[i].lora[t];
+                struct sn_lora_linear *l = L->lora[t];
                 if (l && !l->merged) {
                     params[np++] = l->A;
                     params[np++] = l->B;
                 }
+                if (sn_aten_requires_grad(L->w[t]))
+                    params[np++] = L->w[t];
             }
+            struct sn_tensor *extra[5] = {L->ln1, L->ln2, L->bq, L->bk, L->bv};
+            for (int e = 0; e < 5; e++)
+                if (extra[e] && sn_aten_requires_grad(extra[e]))
+                    params[np++] = extra[e];
             rc = sn_aten_checkpoint(layer_fn, &ctxs[i], &h, 1, params, np, m->gen, &hn2, 1,
                                     err);
         } else {

@@ -126,3 +126,5 @@ int sn_adamw_state(struct sn_adamw *o, size_t i, struct sn_tensor **m, struct sn
     *v = o->v[i];
     return SN_OK;
 }
+
+void sn_adamw_set_step_count(struct sn_adamw *o, int64_t t) { o->t = t; }

@@ -203,4 +203,120 @@ int64_t sn_adamw_step_count(const struct sn_adamw *o);
 int  sn_adamw_state(struct sn_adamw *o, size_t i, struct sn_tensor **m, struct sn_tensor **v);
 void sn_adamw_free(struct sn_adamw *o); /* NULL is fine */
 
+/* Sets the step count t (resume from a checkpoint; the moments are restored through
+** sn_adamw_state). */
+void sn_adamw_set_step_count(struct sn_adamw *o, int64_t t);
+
+/* ---- the trainer (train/trainer.c; docs/train.md, checkpoint layout docs/formats.md) ------- */
+
+/* A small seeded-init config: 4 layers, hidden 256, 8 heads, 4 KV heads, intermediate 768. */
+struct sn_model_config sn_model_config_small(int64_t vocab_size);
+
+/* Learning-rate schedules (the lambdas of transformers' get_{constant,linear,cosine}_schedule_
+** with_warmup). The lr used by optimizer step s (0-based) is
+**   s < W:  lr · s / W                      (linear warmup from 0, as HF)
+**   else    p = (s − W) / max(1, N − W)
+**           constant: lr;  linear: lr · max(0, 1 − p);
+**           cosine:   lr · (m + (1 − m) · 0.5 · (1 + cos(π p))),  m = min_ratio (HF: 0)
+** with W = warmup steps and N = total steps. */
+enum sn_lr_kind { SN_LR_CONSTANT, SN_LR_LINEAR, SN_LR_COSINE, SN_LR_KIND_COUNT };
+struct sn_lr_schedule {
+    enum sn_lr_kind kind;
+    double          lr;
+    int64_t         warmup_steps;
+    int64_t         total_steps;
+    double          min_ratio;
+};
+double sn_lr_at(const struct sn_lr_schedule *s, int64_t step);
+
+enum sn_train_mode { SN_TRAIN_MODE_DEFAULT, SN_TRAIN_FULL, SN_TRAIN_LORA };
+
+/* Every setting of the recipe's `train` section (docs/train.md lists keys and defaults). */
+struct sn_train_params {
+    const char *base;            /* HF model directory, "tiny" or "small" (seeded init) */
+    enum sn_train_mode mode;     /* DEFAULT: full for a seeded init, lora for an HF base */
+    struct sn_lora_config lora;  /* paper: r 64, alpha 128, dropout 0.05 */
+    struct sn_adamw_params adamw;
+    bool     decay_all;          /* weight decay also on biases, norms and the head */
+    struct sn_lr_schedule sched; /* total_steps is derived (epochs or max_steps) */
+    double   warmup_ratio;       /* > 0: warmup = ceil(ratio · total), overrides warmup_steps */
+    int64_t  epochs;             /* used when max_steps is 0 */
+    int64_t  max_steps;          /* 0 = epochs × steps per epoch */
+    int64_t  micro_batch;        /* tuples per forward */
+    int64_t  grad_accum;         /* micro-batches per optimizer step */
+    double   max_grad_norm;      /* clip by global norm; 0 = off (norm still logged) */
+    double   alpha;              /* weight of the alignment loss */
+    double   center_rewards;     /* TRL center_rewards_coefficient: + c·mean((r_ch + r_rej)²) */
+    uint64_t seed;
+    enum sn_dtype dtype;         /* compute dtype: F32 (default) or F64 */
+    bool     grad_checkpoint;
+    int      threads;            /* intra-op threads; 0 = libtorch's default */
+    int64_t  eval_every;         /* steps; 0 = only at the end */
+    int64_t  eval_batch;         /* tuples per eval forward */
+    int64_t  save_every;         /* steps; 0 = only at the end (and on SIGINT/SIGTERM) */
+    int64_t  keep_last;          /* checkpoints kept (besides the best); 0 = all */
+    int64_t  log_every;          /* metrics.jsonl line every N steps (1) */
+    const char *best_metric;     /* eval metric for the best checkpoint ("eval_accuracy") */
+    bool     best_greater;       /* higher is better (true, false for eval_loss) */
+    const char *tokenizer;       /* tokenizer.json (copied next to seeded base and checkpoints) */
+    const char *init_adapter;    /* continue from this adapter (lora mode) */
+    int      progress_mode;      /* sn_progress force_mode: 0 auto, 2 plain, 3 silent */
+    /* Called after every optimizer step, before its evaluation and checkpoint; NULL = none. */
+    void   (*on_step)(void *user, int64_t step);
+    void    *user;
+};
+struct sn_train_params sn_train_default_params(void);
+/* Reads recipe["train"] (absent = defaults) into p. Unknown keys name the nearest valid one;
+** strings in p are borrowed from recipe. */
+int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
+                                struct sn_err *err);
+
+/* One optimizer step's (or one evaluation's) numbers, TRL names where they exist. */
+struct sn_train_stats {
+    int64_t step;                  /* optimizer steps done after this one */
+    double  epoch;                 /* fractional */
+    double  loss, loss_pref, loss_align, accuracy, align_accuracy, margin;
+    double  mean_reward, min_reward, max_reward;  /* over chosen and rejected rewards */
+    double  learning_rate, grad_norm;
+    int64_t num_tokens;            /* tokens processed so far (padding excluded) */
+    double  tokens_per_s, step_time, data_wait, peak_rss_mb;
+    int64_t n;                     /* tuples */
+};
+
+struct sn_trainer;
+/* Data parallelism: when the environment names a process group (torchrun's RANK/WORLD_SIZE or
+** Slurm's SLURM_PROCID/SLURM_NTASKS, + MASTER_ADDR/MASTER_PORT; aten/aten.h), every process
+** opens the same trainer; each takes 1/world of every step's tuples, gradients are summed
+** over the ranks before the update, and rank 0 alone writes in out.
+** Prepares a run of p on the shards in `shards` (a `sentinel build` directory) into `out`:
+** writes out/train_settings.json and (seeded init) out/base/, or resumes from out/latest when
+** the settings are equal (refusing with the differing keys otherwise; restart = start over,
+** deleting earlier checkpoints and metrics). */
+int  sn_trainer_open(const struct sn_train_params *p, const char *shards, const char *out,
+                     bool restart, struct sn_trainer **t, struct sn_err *err);
+/* Trains to the end (or until sn_train_request_stop: then SN_E_CANCELLED after writing a
+** checkpoint). Writes metrics.jsonl, checkpoints, final_metrics.json. */
+int  sn_trainer_run(struct sn_trainer *t, struct sn_err *err);
+/* Forward + backward of the next optimizer step's micro-batches (gradients accumulate in the
+** parameters' .grad; nothing is updated, the cursor does not move). For tests. */
+int  sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struct sn_err *err);
+/* Clip and AdamW (two groups: with and without weight decay) on the current gradients at
+** learning rate lr; *grad_norm (NULL ok) is the norm before clipping. For tests. */
+int  sn_trainer_update(struct sn_trainer *t, double lr, double *grad_norm, struct sn_err *err);
+/* Evaluates a split (SN_SPLIT_VALIDATION, SN_SPLIT_TEST) without gradients. */
+int  sn_trainer_evaluate(struct sn_trainer *t, int split, struct sn_train_stats *st,
+                         struct sn_err *err);
+int64_t sn_trainer_step(const struct sn_trainer *t);          /* optimizer steps done */
+int64_t sn_trainer_total_steps(const struct sn_trainer *t);
+struct sn_model *sn_trainer_model(struct sn_trainer *t);     /* borrowed */
+/* The trained parameters in order and whether weight decay applies to each (borrowed). */
+void sn_trainer_params(struct sn_trainer *t, const struct sn_param **p, const bool **decay,
+                       size_t *n);
+void sn_trainer_free(struct sn_trainer *t); /* NULL is fine */
+/* Async-signal-safe: asks a running sn_trainer_run to checkpoint and stop after this step. */
+void sn_train_request_stop(void);
+/* Whether a weight (HF name, e.g. "model.layers.0.input_layernorm.weight") decays by default:
+** false for biases, norm weights and the head (score.weight), true otherwise. */
+bool sn_train_default_decay(const char *name);
+
 #endif /* SN_TRAIN_H */

@@ -1,0 +1,146 @@
+/* bench/bench_train_step.c: steady-state cost of one full training step of `sentinel train`
+** (train/trainer.c: batch assembly, forward and backward of chosen/rejected/reference
+** sequences, loss, gradient clipping, AdamW in two groups), on shards of random token
+** sequences written here. Prints key=value lines: tokens/s (padding excluded), step time,
+** data wait as a fraction of the step, peak RSS.
+**
+**   bench_train_step [--config tiny|small] [--seq N] [--batch B] [--steps N] [--warmup N]
+**                    [--ckpt 0|1] [--mode full|lora] [--threads N]
+**
+** Not timed in tests; bench/train_step.sh runs the configurations. */
+#include "data/shard.h"
+#include "train/train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static int make_shards(const char *dir, int n, int seq, int vocab, struct sn_err *err)
+{
+    struct sn_shard_set_params sp = sn_shard_set_default_params();
+    cJSON *settings = cJSON_Parse("{\"bench\": 1}");
+    sp.dir = dir;
+    sp.writer.info.tokenizer_hash = HASH;
+    sp.writer.info.template_id = "sentinel-chatml/1";
+    sp.writer.info.max_len = seq;
+    sp.writer.info.vocab_size = vocab;
+    sp.writer.deflate_level = 0;
+    sp.settings = settings;
+    struct sn_shard_set *s = NULL;
+    int rc = sn_shard_set_open(&sp, &s, err);
+    cJSON_Delete(settings);
+    struct sn_rng rng;
+    sn_rng_seed(&rng, 1);
+    int32_t *ids = malloc(3 * (size_t)seq * sizeof *ids);
+    for (int i = 0; i < n && !rc && ids; i++) {
+        struct sn_shard_tuple t;
+        memset(&t, 0, sizeof t);
+        for (int f = 0; f < 3; f++) {
+            for (int j = 0; j < seq; j++)
+                ids[f * seq + j] = (int32_t)sn_rng_below(&rng, (uint64_t)vocab);
+            t.ids[SN_FIELD_CHOSEN + f] = ids + f * seq;
+            t.n_ids[SN_FIELD_CHOSEN + f] = (size_t)seq;
+        }
+        for (int f = 0; f < SN_FIELD_COUNT; f++)
+            t.text[f] = "x";
+        t.meta.split = SN_SPLIT_TRAIN;
+        t.meta.chosen_agent = t.meta.rejected_agent = -1;
+        t.meta.sha256 = HASH;
+        rc = sn_shard_set_add(s, &t, err);
+    }
+    free(ids);
+    if (!rc)
+        rc = sn_shard_set_finish(s, err);
+    sn_shard_set_close(s);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *config = "tiny", *mode = "full";
+    int seq = 256, batch = 8, steps = 5, warm = 2, ckpt = 0, threads = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--config")) config = argv[i + 1];
+        else if (!strcmp(argv[i], "--mode")) mode = argv[i + 1];
+        else if (!strcmp(argv[i], "--seq")) seq = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--warmup")) warm = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--ckpt")) ckpt = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "bench_train_step: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    char dir[256], shards[300], out[300];
+    snprintf(dir, sizeof dir, "/tmp/sentinel-bench-train-%d", (int)getpid());
+    snprintf(shards, sizeof shards, "%s/shards", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    struct sn_err err = {0};
+    sn_log_set_level(SN_LOG_ERROR);
+    int rc = make_shards(shards, batch * (steps + warm + 1), seq, 512, &err);
+    struct sn_train_params p = sn_train_default_params();
+    p.base = config;
+    p.mode = !strcmp(mode, "lora") ? SN_TRAIN_LORA : SN_TRAIN_FULL;
+    p.lora.r = 16;
+    p.lora.alpha = 32;
+    p.lora.dropout = 0.0;
+    p.micro_batch = batch;
+    p.grad_accum = 1;
+    p.max_steps = steps + warm;
+    p.grad_checkpoint = ckpt != 0;
+    p.threads = threads;
+    p.sched.lr = 1e-4;
+    p.sched.warmup_steps = 0;
+    p.progress_mode = 3;
+    struct sn_trainer *t = NULL;
+    if (!rc)
+        rc = sn_trainer_open(&p, shards, out, true, &t, &err);
+    double tot_time = 0, tot_wait = 0;
+    int64_t tot_tokens = 0;
+    for (int s = 0; s < steps + warm && !rc; s++) {
+        struct sn_train_stats st;
+        double t0 = sn_now();
+        rc = sn_trainer_accumulate(t, &st, &err);
+        if (!rc)
+            rc = sn_trainer_update(t, 1e-4, NULL, &err);
+        double dt = sn_now() - t0;
+        if (s >= warm) {
+            tot_time += dt;
+            tot_wait += st.data_wait;
+            tot_tokens += st.num_tokens;
+        }
+    }
+    if (rc) {
+        fprintf(stderr, "bench_train_step: %s\n", err.msg);
+        sn_trainer_free(t);
+        return 1;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("config=%s\nmode=%s\nseq=%d\nbatch=%d\ngrad_checkpoint=%d\nthreads=%d\n", config, mode,
+           seq, batch, ckpt, threads);
+    const struct sn_param *ps;
+    const bool *dec;
+    size_t np;
+    int64_t n_trained = 0;
+    sn_trainer_params(t, &ps, &dec, &np);
+    for (size_t i = 0; i < np; i++)
+        n_trained += sn_tensor_numel(ps[i].t);
+    printf("params_trained=%lld\n", (long long)n_trained);
+    printf("step_s=%.4f\ntokens_per_s=%.0f\ntuples_per_s=%.2f\ndata_wait_frac=%.5f\n",
+           tot_time / steps, tot_tokens / tot_time, batch * steps / tot_time,
+           tot_wait / tot_time);
+    printf("peak_rss_mb=%.1f\n", ru.ru_maxrss / 1024.0);
+    sn_trainer_free(t);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) {
+    }
+    return 0;
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# bench/train_step.sh BUILD_DIR: the trainer's full step (bench_train_step: batch assembly,
+# forward + backward of chosen/rejected/reference, loss, clipping, AdamW) for the tiny and
+# small seeded configs, full fine-tuning and LoRA r16, with and without gradient
+# checkpointing: tokens/s, tuples/s, data wait as a share of the step, peak RSS. Sequences of
+# TS_SEQ tokens (256), micro-batch TS_BATCH (8); each line is one process.
+# Not here yet: the PyTorch-eager step beside it (bench/forward_backward.sh compares forward +
+# backward alone), packed and shared-prefix batches.
+set -euo pipefail
+build=${1:-build}
+b="$build/bench/bench_train_step"
+if [ ! -x "$b" ]; then
+  echo "train_step.sh: $b not built (needs -DSENTINEL_WITH_TORCH=ON)"; exit 0
+fi
+seq=${TS_SEQ:-256}; batch=${TS_BATCH:-8}
+printf '%-6s %-5s %-5s %10s %10s %9s %10s %8s\n' config mode ckpt step_s tokens/s tuples/s \
+  wait_frac rss_MB
+for cfg in tiny small; do
+  for mode in full lora; do
+    for ck in 0 1; do
+      out=$(env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" "$b" --config $cfg --mode $mode \
+            --ckpt $ck --seq "$seq" --batch "$batch" --steps "${TS_STEPS:-4}" --warmup 1)
+      get() { sed -n "s/^$1=//p" <<<"$out"; }
+      printf '%-6s %-5s %-5s %10s %10s %9s %10s %8s\n' $cfg $mode $ck "$(get step_s)" \
+        "$(get tokens_per_s)" "$(get tuples_per_s)" "$(get data_wait_frac)" "$(get peak_rss_mb)"
+    done
+  done
+done
