@@ -5,8 +5,17 @@
 #include <math.h>
 #include <string.h>
 
-#define TIE_BREAK_TEXT                                                                         \
-    "a tie goes to the tied answer whose first holder has the lowest agent id"
+/* How a tie for the top count was settled, in words (every report prints it). */
+static const char *tie_text(enum sn_majority maj, enum sn_vote_tie tie)
+{
+    if (maj == SN_MAJORITY_JUDGE)
+        return "the recorded judge's answer decides";
+    if (maj == SN_MAJORITY_STRICT || tie == SN_VOTE_TIE_NONE)
+        return "a tie is no decision, counted wrong";
+    if (tie == SN_VOTE_TIE_LOWEST_ID)
+        return "a tie goes to the tied answer whose first holder has the lowest agent id";
+    return "a tie goes to a tied answer drawn at random, seeded by debate id and round";
+}
 
 static cJSON *num_or_null(double v)
 {
@@ -21,12 +30,13 @@ int sn_stats_write_json(struct sn_stats *s, const char *path, struct sn_err *err
     if (rc)
         return rc;
     enum sn_majority maj;
+    enum sn_vote_tie tie;
     bool adv;
     uint64_t n_skip;
     const char *first_skip, *panel_field, *panel_metric;
     const char *const *inputs, *const *panel_names;
     size_t n_inputs;
-    sn_stats_internal_meta(s, &maj, &adv, &n_skip, &first_skip, &inputs, &n_inputs,
+    sn_stats_internal_meta(s, &maj, &tie, &adv, &n_skip, &first_skip, &inputs, &n_inputs,
                            &panel_field, &panel_names, &panel_metric);
     size_t n_by = sn_stats_internal_n_by(s);
 
@@ -35,8 +45,10 @@ int sn_stats_write_json(struct sn_stats *s, const char *path, struct sn_err *err
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
     cJSON_AddStringToObject(root, "schema", "sentinel.stats/1");
     cJSON_AddStringToObject(root, "majority", sn_majority_name(maj));
-    if (maj == SN_MAJORITY_PLURALITY)
-        cJSON_AddStringToObject(root, "tie_break", TIE_BREAK_TEXT);
+    cJSON_AddStringToObject(root, "tie", maj == SN_MAJORITY_JUDGE ? "judge"
+                                         : maj == SN_MAJORITY_STRICT ? "none"
+                                         : sn_vote_tie_name(tie));
+    cJSON_AddStringToObject(root, "tie_break", tie_text(maj, tie));
     cJSON_AddBoolToObject(root, "adversary_effective", adv);
     cJSON_AddNumberToObject(root, "n_trajectories", (double)sn_stats_n_added(s));
     cJSON_AddNumberToObject(root, "n_filtered", (double)sn_stats_n_filtered(s));
@@ -80,6 +92,8 @@ int sn_stats_write_json(struct sn_stats *s, const char *path, struct sn_err *err
         cJSON_AddNumberToObject(o, "rep_n", (double)r->rep_n);
         cJSON_AddItemToObject(o, "rep_mean", num_or_null(r->rep_mean));
         cJSON_AddItemToObject(o, "rep_sd", num_or_null(r->rep_sd));
+        if (r->note)
+            cJSON_AddStringToObject(o, "note", r->note);
     }
     /* cJSON's Add* return NULL on allocation failure; check the result is complete */
     if (!arr || cJSON_GetArraySize(arr) != (int)n_rows) {
@@ -118,12 +132,13 @@ int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err)
     if (rc)
         return rc;
     enum sn_majority maj;
+    enum sn_vote_tie tie;
     bool adv;
     uint64_t n_skip;
     const char *first_skip, *panel_field, *panel_metric;
     const char *const *inputs, *const *panel_names;
     size_t n_inputs, n_by = sn_stats_internal_n_by(s);
-    sn_stats_internal_meta(s, &maj, &adv, &n_skip, &first_skip, &inputs, &n_inputs,
+    sn_stats_internal_meta(s, &maj, &tie, &adv, &n_skip, &first_skip, &inputs, &n_inputs,
                            &panel_field, &panel_names, &panel_metric);
     struct sn_buf b = {0};
     rc = sn_buf_puts(&b, "group", err);
@@ -131,7 +146,7 @@ int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err)
         rc = sn_buf_puts(&b, ",", err) || sn_stats_csv_field(&b, sn_stats_internal_by(s, j), err);
     if (!rc)
         rc = sn_buf_puts(&b, ",metric,kind,value,n,k,lo,hi,rep_n,rep_mean,rep_sd,majority,"
-                             "adversary_effective\n", err);
+                             "adversary_effective,tie,note\n", err);
     for (size_t i = 0; !rc && i < n_rows; i++) {
         const struct sn_stat_row *r = &rows[i];
         rc = sn_stats_csv_field(&b, r->group, err);
@@ -144,8 +159,12 @@ int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err)
             (rc = csv_num(&b, r->hi, err)) ||
             (rc = sn_buf_printf(&b, err, ",%llu", (unsigned long long)r->rep_n)) ||
             (rc = csv_num(&b, r->rep_mean, err)) || (rc = csv_num(&b, r->rep_sd, err)) ||
-            (rc = sn_buf_printf(&b, err, ",%s,%s\n", sn_majority_name(maj),
-                                adv ? "true" : "false")))
+            (rc = sn_buf_printf(&b, err, ",%s,%s,%s,", sn_majority_name(maj),
+                                adv ? "true" : "false",
+                                maj == SN_MAJORITY_JUDGE ? "judge"
+                                : maj == SN_MAJORITY_STRICT ? "none" : sn_vote_tie_name(tie))) ||
+            (rc = sn_stats_csv_field(&b, r->note ? r->note : "", err)) ||
+            (rc = sn_buf_puts(&b, "\n", err)))
             break;
     }
     if (rc) {
@@ -175,6 +194,7 @@ static int fmt_val(struct sn_buf *b, enum sn_stat_kind kind, double v, struct sn
     case SN_STAT_RATE: return sn_buf_printf(b, err, "%9.1f%%", 100.0 * v);
     case SN_STAT_COUNT: return sn_buf_printf(b, err, "%10.0f", v);
     case SN_STAT_PP: return sn_buf_printf(b, err, "%10.1f", v);
+    case SN_STAT_DIFF: return sn_buf_printf(b, err, "%+9.1fpp", 100.0 * v);
     default: return sn_buf_printf(b, err, "%10.4f", v);
     }
 }
@@ -187,12 +207,13 @@ int sn_stats_format_table(struct sn_stats *s, bool full, struct sn_buf *out, str
     if (rc)
         return rc;
     enum sn_majority maj;
+    enum sn_vote_tie tie;
     bool adv;
     uint64_t n_skip;
     const char *first_skip, *panel_field, *panel_metric;
     const char *const *inputs, *const *panel_names;
     size_t n_inputs;
-    sn_stats_internal_meta(s, &maj, &adv, &n_skip, &first_skip, &inputs, &n_inputs,
+    sn_stats_internal_meta(s, &maj, &tie, &adv, &n_skip, &first_skip, &inputs, &n_inputs,
                            &panel_field, &panel_names, &panel_metric);
     const char *cur = NULL;
     for (size_t i = 0; i < n_rows && !rc; i++) {
@@ -226,6 +247,9 @@ int sn_stats_format_table(struct sn_stats *s, bool full, struct sn_buf *out, str
             if (r->kind == SN_STAT_RATE) {
                 snprintf(rm, sizeof rm, "%.1f%%", 100.0 * r->rep_mean);
                 snprintf(rs, sizeof rs, "%.1f%%", 100.0 * r->rep_sd);
+            } else if (r->kind == SN_STAT_DIFF) {
+                snprintf(rm, sizeof rm, "%+.1fpp", 100.0 * r->rep_mean);
+                snprintf(rs, sizeof rs, "%.1fpp", 100.0 * r->rep_sd);
             } else if (r->kind == SN_STAT_MEAN) {
                 snprintf(rm, sizeof rm, "%.4f", r->rep_mean);
                 snprintf(rs, sizeof rs, "%.4f", r->rep_sd);
@@ -241,13 +265,16 @@ int sn_stats_format_table(struct sn_stats *s, bool full, struct sn_buf *out, str
             rc = sn_buf_printf(out, err, "%s ± undefined (1 replicate)\n", rm);
         else
             rc = sn_buf_puts(out, "-\n", err);
+        if (!rc && r->note && (strcmp(r->metric, "design.mixed") == 0 ||
+                               !strncmp(r->metric, "panel.", 6)))
+            rc = sn_buf_printf(out, err, "  warning: %s\n", r->note); /* once per group */
     }
     if (!rc)
         rc = sn_buf_printf(out, err,
-                           "\n%llu trajectories; panel decision: %s%s%s; %llu skipped lines%s%s"
+                           "\n%llu trajectories; panel decision: %s (%s)%s; %llu skipped lines%s%s"
                            "%s\n",
                            (unsigned long long)sn_stats_n_added(s), sn_majority_name(maj),
-                           maj == SN_MAJORITY_PLURALITY ? " (" TIE_BREAK_TEXT ")" : "",
+                           tie_text(maj, tie),
                            adv ? "; adversary-effective items only" : "",
                            (unsigned long long)n_skip, first_skip ? " (first: " : "",
                            first_skip ? first_skip : "", first_skip ? ")" : "");
