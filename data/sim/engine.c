@@ -538,6 +538,24 @@ static const char *majority(struct debate *d, int t)
     return w >= 0 ? votes[w] : NULL;
 }
 
+/* Every honest slot that spoke in round t parsed the same answer (and at least one spoke). */
+static bool honest_consensus(struct debate *d, int t)
+{
+    const char *a = NULL;
+    for (int k = 0; k < d->n; k++) {
+        const struct msg *m = M(d, t, k);
+        if (d->plan.role[k] != SN_ROLE_HONEST || !m->spoke)
+            continue;
+        if (!m->parsed)
+            return false;
+        if (!a)
+            a = m->answer;
+        else if (!sn_answer_equal(a, m->answer, d->q->task))
+            return false;
+    }
+    return a != NULL;
+}
+
 static bool consensus(struct debate *d, int t)
 {
     const char *a = NULL;
@@ -821,9 +839,13 @@ int sn_debate_run(const struct sn_debate_setup *s, const struct sn_question *q, 
         snprintf(d.format, sizeof d.format, "End your reply with 'FINAL ANSWER: <number>'.");
     int t_done = 0;
     bool stopped = false;
+    bool joined = x->join_by <= 0; /* adversaries held back until honest consensus */
     for (int t = 0; t < d.T && !rc; t++) {
+        if (!joined && (t >= x->join_by || (t > 0 && honest_consensus(&d, t - 1))))
+            joined = true;
         for (int k = 0; k < d.n && !rc; k++)
-            if (d.plan.role[k] != SN_ROLE_INTERCEPTOR)
+            if (d.plan.role[k] != SN_ROLE_INTERCEPTOR &&
+                (joined || d.plan.role[k] != SN_ROLE_ADVERSARY))
                 rc = speak(&d, k, t, err);
         if (rc)
             break;
