@@ -3,10 +3,13 @@
 ** agents reproduce"). Every cell runs the same synthetic items and seeds; SDI and FAT come from
 ** the eval module (sentinel stats), accuracy deltas and attack success are counted here from
 ** the trajectories. Each finding is one check with a stated threshold on a 95% interval:
-**   F1 strategy: simultaneous talk is the most robust: SDI simultaneous − self-consistency
-**      one-by-one > 0 (interval above 0) and simultaneous above one-by-one (point estimates),
-**      over 1-5 collaborators, 1 adversary. NOT reproduced: one-by-one below self-consistency
-**      one-by-one (see docs/simulate.md "Known gaps"); the test prints both;
+**   F1 strategy, over 1-5 collaborators, 1 adversary: simultaneous talk is the most robust
+**      (SDI simultaneous − self-consistency one-by-one > 0, interval above 0; simultaneous
+**      above one-by-one, point estimates), and the attack spreads most under one-by-one and
+**      least under simultaneous talk: the share of all honest answers on the target in the
+**      last round orders one-by-one > self-consistency one-by-one > simultaneous (both
+**      differences' intervals above 0). NOT reproduced: one-by-one's SDI below
+**      self-consistency one-by-one's (docs/simulate.md "Known gaps");
 **   F2 prior consensus: with the adversary held back until the honest agents agree, fewer
 **      honest answers hold the target after the adversary's third turn than when it attacks
 **      from round 0 (interval of the difference above 0); and the protection shrinks when the
@@ -197,12 +200,14 @@ int main(void)
                                               SN_STRAT_ONE_BY_ONE};
     static const char *const sname[3] = {"simultaneous", "sc_one_by_one", "one_by_one"};
     struct cellres st[3][5], two[5], refl[5];
-    double mean_sdi[3] = {0}, var_sdi[3] = {0};
+    double mean_sdi[3] = {0}, var_sdi[3] = {0}, mean_hit[3] = {0}, var_hit[3] = {0};
     for (int s = 0; s < 3; s++) {
         for (int ca = 1; ca <= 5; ca++) {
             st[s][ca - 1] = run_cell(sname[s], strat[s], ca, 1, 3, false, 0, sim_default);
             mean_sdi[s] += st[s][ca - 1].sdi / 5.0;
             var_sdi[s] += st[s][ca - 1].sdi_se * st[s][ca - 1].sdi_se / 25.0;
+            mean_hit[s] += st[s][ca - 1].hit3 / 5.0; /* round 2 = the last of 3 */
+            var_hit[s] += st[s][ca - 1].hit3_se * st[s][ca - 1].hit3_se / 25.0;
         }
     }
     CHECK_MSG(mean_sdi[0] > mean_sdi[1] && mean_sdi[0] > mean_sdi[2],
@@ -210,9 +215,14 @@ int main(void)
               "simultaneous highest", mean_sdi[0], mean_sdi[1], mean_sdi[2]);
     check_above("F1 SDI simultaneous - sc-one-by-one", mean_sdi[0], sqrt(var_sdi[0]),
                 mean_sdi[1], sqrt(var_sdi[1]));
+    check_above("F1 target share one-by-one - sc-one-by-one", mean_hit[2], sqrt(var_hit[2]),
+                mean_hit[1], sqrt(var_hit[1]));
+    check_above("F1 target share sc-one-by-one - simultaneous", mean_hit[1], sqrt(var_hit[1]),
+                mean_hit[0], sqrt(var_hit[0]));
     if (report)
-        printf("  F1 mean SDI: simultaneous %.3f, sc-one-by-one %.3f, one-by-one %.3f\n",
-               mean_sdi[0], mean_sdi[1], mean_sdi[2]);
+        printf("  F1 mean SDI: simultaneous %.3f, sc-one-by-one %.3f, one-by-one %.3f; target "
+               "share: %.3f, %.3f, %.3f\n", mean_sdi[0], mean_sdi[1], mean_sdi[2], mean_hit[0],
+               mean_hit[1], mean_hit[2]);
 
     /* F3-F5 on self-consistency one-by-one (the paper's Tables 1-2 strategy) */
     double d1 = 0, d2 = 0, sdi1 = 0, sdi2 = 0, v1 = 0, v2 = 0, fat1 = 0, fat2 = 0, fv1 = 0,
