@@ -194,7 +194,7 @@ static int fmt_val(struct sn_buf *b, enum sn_stat_kind kind, double v, struct sn
     case SN_STAT_RATE: return sn_buf_printf(b, err, "%9.1f%%", 100.0 * v);
     case SN_STAT_COUNT: return sn_buf_printf(b, err, "%10.0f", v);
     case SN_STAT_PP: return sn_buf_printf(b, err, "%10.1f", v);
-    case SN_STAT_DIFF: return sn_buf_printf(b, err, "%+9.1fpp", 100.0 * v);
+    case SN_STAT_DIFF: return sn_buf_printf(b, err, "%+8.1fpp", 100.0 * v);
     default: return sn_buf_printf(b, err, "%10.4f", v);
     }
 }
