@@ -3,13 +3,10 @@
 ** agents reproduce"). Every cell runs the same synthetic items and seeds; SDI and FAT come from
 ** the eval module (sentinel stats), accuracy deltas and attack success are counted here from
 ** the trajectories. Each finding is one check with a stated threshold on a 95% interval:
-**   F1 strategy, over 1-5 collaborators, 1 adversary: simultaneous talk is the most robust
-**      (SDI simultaneous − self-consistency one-by-one > 0, interval above 0; simultaneous
-**      above one-by-one, point estimates), and the attack spreads most under one-by-one and
-**      least under simultaneous talk: the share of all honest answers on the target in the
-**      last round orders one-by-one > self-consistency one-by-one > simultaneous (both
-**      differences' intervals above 0). NOT reproduced: one-by-one's SDI below
-**      self-consistency one-by-one's (docs/simulate.md "Known gaps");
+**   F1 strategy, over 1-5 collaborators, 1 adversary: SDI simultaneous > self-consistency
+**      one-by-one > one-by-one (both differences' intervals above 0), and the attack spreads
+**      the same way: the share of all honest answers on the target in the last round orders
+**      one-by-one > self-consistency one-by-one > simultaneous (intervals above 0);
 **   F2 prior consensus: with the adversary held back until the honest agents agree, fewer
 **      honest answers hold the target after the adversary's third turn than when it attacks
 **      from round 0 (interval of the difference above 0); and the protection shrinks when the
@@ -179,7 +176,10 @@ int main(void)
     report = getenv("SN_FIDELITY_REPORT") != NULL;
     struct sn_err err = {0};
     qs = sn_calloc(1, sizeof *qs);
-    CHECK(qs && sn_synthetic_generate(qs, N_ITEMS, 7, 0.0, "synthetic", &err) == SN_OK);
+    /* SN_FIDELITY_SEED: another dataset seed (for exploring; the test's seed is 7) */
+    const char *seed_env = getenv("SN_FIDELITY_SEED");
+    uint64_t dseed = seed_env ? strtoull(seed_env, NULL, 10) : 7;
+    CHECK(qs && sn_synthetic_generate(qs, N_ITEMS, dseed, 0.0, "synthetic", &err) == SN_OK);
     /* SN_FIDELITY_SIM: extra sim endpoint keys, e.g. "\"sway\":2.5" (for exploring) */
     const char *extra = getenv("SN_FIDELITY_SIM");
     char j1[512], j0[512];
@@ -210,11 +210,10 @@ int main(void)
             var_hit[s] += st[s][ca - 1].hit3_se * st[s][ca - 1].hit3_se / 25.0;
         }
     }
-    CHECK_MSG(mean_sdi[0] > mean_sdi[1] && mean_sdi[0] > mean_sdi[2],
-              "F1: SDI simultaneous %.3f, sc-one-by-one %.3f, one-by-one %.3f: expected "
-              "simultaneous highest", mean_sdi[0], mean_sdi[1], mean_sdi[2]);
     check_above("F1 SDI simultaneous - sc-one-by-one", mean_sdi[0], sqrt(var_sdi[0]),
                 mean_sdi[1], sqrt(var_sdi[1]));
+    check_above("F1 SDI sc-one-by-one - one-by-one", mean_sdi[1], sqrt(var_sdi[1]),
+                mean_sdi[2], sqrt(var_sdi[2]));
     check_above("F1 target share one-by-one - sc-one-by-one", mean_hit[2], sqrt(var_hit[2]),
                 mean_hit[1], sqrt(var_hit[1]));
     check_above("F1 target share sc-one-by-one - simultaneous", mean_hit[1], sqrt(var_hit[1]),

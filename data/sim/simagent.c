@@ -12,9 +12,10 @@
 **   round 0 with a view (one-by-one): an independent draft, then weighed like a later round
 **     with the draft's self weight scaled by draft_weight.
 **   later rounds: candidates = own previous answer ∪ answers in view. Each gets
-**       s(a) = Σ_{messages in view answering a} φ·π(text)     (φ = fresh_weight for this
-**                                                               round's messages, else 1)
-**            + [a = own] (w_self + w_reflect·reflected + w_consensus·share of view agreeing)
+**       s(a) = max φ·π + crowd_weight·(Σ φ·π − max φ·π) over the messages in view answering a
+**              (φ = fresh_weight for this round's messages, else 1)
+**            + [a = own] (w_self + w_reflect·reflected + w_consensus·agreeing share of the
+**                         view, where a message that only echoes another counts herd_weight)
 **            + [a = gold] w_truth · c_i                          (recognising the truth)
 **     and the agent picks a with probability ∝ exp(sway · s(a)). With probability `reresolve`
 **     it instead solves afresh (as in round 0). A visible prompt injection is obeyed with
@@ -40,7 +41,7 @@
 struct sim_backend {
     struct sn_llm_backend base; /* first member (backend.h contract) */
     double competence, w_self, w_reflect, w_consensus, w_truth, sway, reresolve, inj_susc;
-    double difficulty_spread, w_attract, w_fresh, w_draft;
+    double difficulty_spread, w_attract, w_fresh, w_draft, w_herd, w_crowd;
     const char *comp_names[32];
     double      comp_values[32];
     int         n_comp;
@@ -233,6 +234,13 @@ static bool is_injection(const char *text)
     return text && strstr(text, "Ignore all previous instructions") != NULL;
 }
 
+/* A message that adopted someone else's answer (it says so, see peer_sentence): agreement from
+** it is herding, not an independent confirmation. */
+static bool is_echo(const char *text)
+{
+    return text && (strstr(text, "What convinced me:") || strstr(text, "I go along with it"));
+}
+
 /* The behaviour model for an honest speaker (header comment; docs/simulate.md#behaviour). */
 static void honest_decide(const struct sim_backend *sb, const struct sn_sim_hint *h,
                           struct sn_rng *r, char out[SN_ANSWER_MAX])
@@ -260,33 +268,46 @@ static void honest_decide(const struct sim_backend *sb, const struct sn_sim_hint
     }
     const char *own = first ? draft : h->own_prev;
     const char *cand[SN_SIM_MAX_AGENTS * 2 + 1];
-    double score[SN_SIM_MAX_AGENTS * 2 + 1];
-    int n = 0, n_view = 0, n_agree = 0;
+    double score[SN_SIM_MAX_AGENTS * 2 + 1], best[SN_SIM_MAX_AGENTS * 2 + 1];
+    int n = 0, n_view = 0;
+    double agree = 0.0;
     cand[n] = own;
+    best[n] = 0.0;
     score[n++] = 0.0;
     for (size_t i = 0; i < h->n_peers; i++) {
         const char *a = h->peers[i].answer;
         if (!a || !a[0])
             continue;
         n_view++;
-        n_agree += strcmp(a, own) == 0;
+        /* independent agreement counts fully, an echo of someone else's answer by
+        ** herd_weight: a group that agreed by thinking apart stands firmer (§4.2) */
+        if (strcmp(a, own) == 0)
+            agree += is_echo(h->peers[i].text) ? sb->w_herd : 1.0;
         int j = 0;
         while (j < n && strcmp(cand[j], a) != 0)
             j++;
         if (j == n) {
             cand[n] = a;
+            best[n] = 0.0;
             score[n++] = 0.0;
         }
         /* a message of this very round (one-by-one) is the latest word and weighs w_fresh;
         ** simultaneous talk only ever shows the previous round ("Allies Turn Foes" §3.1) */
         double fresh = h->peers[i].round == h->round ? sb->w_fresh : 1.0;
-        score[j] += fresh * sn_sim_persuasion(h->peers[i].text);
+        double p = fresh * sn_sim_persuasion(h->peers[i].text);
+        score[j] += p;
+        if (p > best[j])
+            best[j] = p;
     }
+    /* the strongest argument for an answer counts fully, every further voice for it by
+    ** crowd_weight: one persuasive speaker can outweigh several plain ones (§4.3) */
+    for (int j = 0; j < n; j++)
+        score[j] = best[j] + sb->w_crowd * (score[j] - best[j]);
     /* own answer: commitment, reflection, and the social-identity effect: the share of the
     ** view that agrees with it (§4.1); a round-0 draft nobody has seen yet weighs w_draft */
     double self = first ? sb->w_self * sb->w_draft : sb->w_self;
     score[0] += self + (h->reflected ? sb->w_reflect : 0.0) +
-                (n_view ? sb->w_consensus * (double)n_agree / n_view : 0.0);
+                (n_view ? sb->w_consensus * agree / n_view : 0.0);
     double mx = -1e300;
     for (int j = 0; j < n; j++) {
         if (strcmp(cand[j], q->gold) == 0)
@@ -805,7 +826,8 @@ int sn_llm_sim_open(const cJSON *config, struct sn_llm_backend **out, struct sn_
                                        "truth_weight", "sway", "reresolve",
                                        "injection_susceptibility", "delay_ms", "fail_calls",
                                        "difficulty_spread", "attractive_distractor",
-                                       "fresh_weight", "draft_weight", NULL};
+                                       "fresh_weight", "draft_weight", "herd_weight",
+                                       "crowd_weight", NULL};
     *out = NULL;
     const char *where = "endpoint(sim)";
     int rc = sn_recipe_check_keys(config, where, keys, err);
@@ -819,20 +841,22 @@ int sn_llm_sim_open(const cJSON *config, struct sn_llm_backend **out, struct sn_
     if ((rc = sn_json_get_double(config, where, "competence", 0.75, &sb->competence, err)) ||
         (rc = sn_json_get_double(config, where, "self_weight", 1.0, &sb->w_self, err)) ||
         (rc = sn_json_get_double(config, where, "reflect_weight", 0.75, &sb->w_reflect, err)) ||
-        (rc = sn_json_get_double(config, where, "consensus_weight", 0.8, &sb->w_consensus,
+        (rc = sn_json_get_double(config, where, "consensus_weight", 2.5, &sb->w_consensus,
                                  err)) ||
-        (rc = sn_json_get_double(config, where, "truth_weight", 0.2, &sb->w_truth, err)) ||
-        (rc = sn_json_get_double(config, where, "sway", 2.0, &sb->sway, err)) ||
+        (rc = sn_json_get_double(config, where, "truth_weight", 0.1, &sb->w_truth, err)) ||
+        (rc = sn_json_get_double(config, where, "sway", 1.5, &sb->sway, err)) ||
         (rc = sn_json_get_double(config, where, "reresolve", 0.05, &sb->reresolve, err)) ||
         (rc = sn_json_get_double(config, where, "injection_susceptibility", 0.2, &sb->inj_susc,
                                  err)) ||
         (rc = sn_json_get_double(config, where, "delay_ms", 0.0, &sb->delay_ms, err)) ||
         (rc = sn_json_get_double(config, where, "difficulty_spread", 0.25,
                                  &sb->difficulty_spread, err)) ||
-        (rc = sn_json_get_double(config, where, "attractive_distractor", 0.6, &sb->w_attract,
+        (rc = sn_json_get_double(config, where, "attractive_distractor", 0.8, &sb->w_attract,
                                  err)) ||
-        (rc = sn_json_get_double(config, where, "fresh_weight", 2.5, &sb->w_fresh, err)) ||
-        (rc = sn_json_get_double(config, where, "draft_weight", 0.4, &sb->w_draft, err)) ||
+        (rc = sn_json_get_double(config, where, "fresh_weight", 3.0, &sb->w_fresh, err)) ||
+        (rc = sn_json_get_double(config, where, "draft_weight", 3.0, &sb->w_draft, err)) ||
+        (rc = sn_json_get_double(config, where, "herd_weight", 0.0, &sb->w_herd, err)) ||
+        (rc = sn_json_get_double(config, where, "crowd_weight", 0.5, &sb->w_crowd, err)) ||
         (rc = sn_json_get_int(config, where, "fail_calls", 0, &sb->fail_calls, err)) ||
         (rc = sn_json_get_string(config, where, "model", "sim", &model, err))) {
         sn_free(sb);
@@ -852,10 +876,11 @@ int sn_llm_sim_open(const cJSON *config, struct sn_llm_backend **out, struct sn_
                               "injection_susceptibility, attractive_distractor and "
                               "difficulty_spread must be in [0, 1]", where);
         }
-    if (!(sb->w_fresh >= 0.0) || !(sb->w_draft >= 0.0)) {
+    if (!(sb->w_fresh >= 0.0) || !(sb->w_draft >= 0.0) || !(sb->w_herd >= 0.0) ||
+        !(sb->w_crowd >= 0.0)) {
         sn_free(sb);
-        return sn_err_set(err, SN_E_ARG, "%s: fresh_weight and draft_weight must be >= 0",
-                          where);
+        return sn_err_set(err, SN_E_ARG, "%s: fresh_weight, draft_weight, herd_weight and "
+                          "crowd_weight must be >= 0", where);
     }
     const cJSON *cbd = cJSON_GetObjectItemCaseSensitive(config, "competence_by_dataset");
     if (cbd) {
