@@ -29,16 +29,21 @@ static void usage(FILE *f)
 "                          model, model[i], persona[i], role[i], panel (= labels.panel),\n"
 "                          labels.KEY, replicate, defense, attack, experiment, task,\n"
 "                          subject, item_id, backend\n"
-"      --majority RULE     panel decision: plurality (default; a tie goes to the tied\n"
-"                          answer first held by the lowest agent id), strict (a tie is no\n"
-"                          decision and counts wrong), judge (the recorded judge's answer)\n"
-"      --adversary-effective  keep only items whose adversaries' round-0 answers are all\n"
-"                          parsed and not gold (reads the inputs twice)\n"
+"      --majority RULE     panel decision: plurality (default; ties by --tie), strict (a\n"
+"                          tie is no decision and counts wrong), judge (the recorded\n"
+"                          judge's answer)\n"
+"      --tie RULE          plurality ties: none (default: no decision, counted wrong; favours\n"
+"                          no slot), lowest-id (the tied answer first held by the lowest\n"
+"                          agent id), random (seeded by debate id and round)\n"
+"      --adversary-effective  keep only debates whose (experiment, item, replicate) has\n"
+"                          adversaries whose round-0 answers are all parsed and not gold;\n"
+"                          debates without adversaries are kept (reads the inputs twice)\n"
 "      --panel-field FIELD field naming the matched panel (default labels.panel)\n"
 "      --panels B,H,A      its values for baseline, honest-mixed, adversarial-mixed\n"
 "                          (default baseline,honest-mixed,adversarial-mixed)\n"
 "      --panel-metric M    the rate compared across panels\n"
-"                          (default revision.all.p_dm_given_change)\n"
+"                          (default revision.r0_r1.p_dm_given_change, the first revision\n"
+"                          step; revision.all.p_dm_given_change pools all rounds)\n"
 "      --json OUT          write every row as JSON (atomically)\n"
 "      --csv OUT           write every row as CSV (atomically)\n"
 "      --items OUT         write one CSV line per debate (its own SDI_k, FAT, ASR, κ,\n"
@@ -121,7 +126,7 @@ static int cmd_panels(int argc, char **argv)
     if (isfinite(p.q_star))
         printf("break-even prior q*   %6.1f %%   (bonus / (bonus + penalty))\n", p.q_star);
     else
-        printf("break-even prior q*   undefined (bonus + penalty = 0)\n");
+        printf("break-even prior q*   undefined (%s)\n", p.q_star_undefined);
     if (json) {
         struct sn_err err = {0};
         cJSON *o = cJSON_CreateObject();
@@ -136,8 +141,10 @@ static int cmd_panels(int argc, char **argv)
         cJSON_AddNumberToObject(o, "replacement_cost", p.cost);
         if (isfinite(p.q_star))
             cJSON_AddNumberToObject(o, "break_even_q", p.q_star);
-        else
+        else {
             cJSON_AddNullToObject(o, "break_even_q");
+            cJSON_AddStringToObject(o, "break_even_q_undefined", p.q_star_undefined);
+        }
         int rc = sn_json_save(json, o, &err);
         cJSON_Delete(o);
         if (rc)
@@ -227,6 +234,7 @@ static int fn_add(void *ctx, const struct sn_traj *t, struct sn_err *err)
 struct explain_ctx {
     const char     *id;
     enum sn_majority majority;
+    enum sn_vote_tie tie;
     uint64_t        n_found;
     struct sn_buf   out;
 };
@@ -238,7 +246,7 @@ static int fn_explain(void *ctx, const struct sn_traj *t, struct sn_err *err)
         return SN_OK;
     e->n_found++;
     sn_buf_reset(&e->out);
-    int rc = sn_stats_explain(t, e->majority, &e->out, err);
+    int rc = sn_stats_explain(t, e->majority, e->tie, &e->out, err);
     if (!rc) {
         fputs(e->n_found > 1 ? "\n" : "", stdout);
         fwrite(e->out.data, 1, e->out.len, stdout);
@@ -254,6 +262,7 @@ int sn_cmd_stats(int argc, char **argv)
         {"input", required_argument, 0, 'i'},
         {"by", required_argument, 0, 'b'},
         {"majority", required_argument, 0, 'm'},
+        {"tie", required_argument, 0, 'T'},
         {"adversary-effective", no_argument, 0, 'a'},
         {"panel-field", required_argument, 0, 'F'},
         {"panels", required_argument, 0, 'P'},
@@ -322,6 +331,12 @@ int sn_cmd_stats(int argc, char **argv)
                 goto done;
             }
             break;
+        case 'T':
+            if (sn_vote_tie_parse(optarg, &sp.tie, &err)) {
+                status = sn_cli_usage_error("stats", "--tie: %s", err.msg);
+                goto done;
+            }
+            break;
         case 'a': sp.adversary_effective = true; break;
         case 'F': sp.panel_field = optarg; break;
         case 'P':
@@ -387,6 +402,7 @@ int sn_cmd_stats(int argc, char **argv)
     if (o.explain) {
         ex.id = o.explain;
         ex.majority = sp.majority;
+        ex.tie = sp.majority == SN_MAJORITY_STRICT ? SN_VOTE_TIE_NONE : sp.tie;
         if ((rc = read_all(paths, n_paths, o.skip_bad, NULL, &done_n, NULL, NULL, NULL, 0,
                            fn_explain, &ex, &err))) {
             status = sn_cli_fail("stats", &err);

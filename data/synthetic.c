@@ -4,7 +4,10 @@
 ** gold explanation, so the whole pipeline runs with no download.
 **
 ** Item i is generated from sn_seed_derive(seed, "synthetic", i) alone: asking for more items
-** never changes the earlier ones. */
+** never changes the earlier ones. Its id, "<name>-mc-00012-<hash>", ends with 8 hex digits of a
+** hash of the question text, options and gold (item_hash): two seeds that draw different
+** questions at the same index never share an id, so metrics keyed by item (docs/formats.md
+** "Adversary-effective filtering") never merge different questions. */
 #include "data/question.h"
 
 #include <string.h>
@@ -213,6 +216,17 @@ static void word_problem(struct sn_rng *rng, struct wp *w)
     }
 }
 
+/* 32 bits of FNV-style hashing over question, options and gold, separated by 0x1f. */
+static uint32_t item_hash(const char *question, const char *const *opts, size_t n_opts,
+                          const char *gold)
+{
+    uint64_t h = sn_hash64(question, strlen(question));
+    for (size_t j = 0; j < n_opts; j++)
+        h = sn_seed_derive(h, opts[j], j);
+    h = sn_seed_derive(h, gold, n_opts);
+    return (uint32_t)(h ^ (h >> 32));
+}
+
 int sn_synthetic_generate(struct sn_qset *qs, size_t n, uint64_t seed, double numeric_share,
                           const char *name, struct sn_err *err)
 {
@@ -225,8 +239,9 @@ int sn_synthetic_generate(struct sn_qset *qs, size_t n, uint64_t seed, double nu
         if (numeric) {
             struct wp w;
             word_problem(&rng, &w);
-            snprintf(id, sizeof id, "%s-num-%05zu", name, i);
             sn_format_number(w.answer, gold);
+            snprintf(id, sizeof id, "%s-num-%05zu-%08x", name, i,
+                     (unsigned)item_hash(w.question, NULL, 0, gold));
             char expl[900];
             snprintf(expl, sizeof expl, "%s The answer is %s.", w.solution, gold);
             struct sn_question q = {.id = id, .dataset = (char *)name, .subject =
@@ -245,7 +260,8 @@ int sn_synthetic_generate(struct sn_qset *qs, size_t n, uint64_t seed, double nu
                     k = j;
             gold[0] = (char)('A' + k);
             gold[1] = '\0';
-            snprintf(id, sizeof id, "%s-mc-%05zu", name, i);
+            snprintf(id, sizeof id, "%s-mc-%05zu-%08x", name, i,
+                     (unsigned)item_hash(f->question, opts, 4, gold));
             struct sn_question q = {.id = id, .dataset = (char *)name,
                                     .subject = (char *)f->subject, .task = SN_TASK_MC,
                                     .question = (char *)f->question, .options = (char **)opts,

@@ -12,6 +12,7 @@
 #define SN_EVAL_H
 #include "common/common.h"
 #include "data/trajectory.h"
+#include "data/vote.h"
 
 /* ---- small statistics --------------------------------------------------------------------- */
 
@@ -23,18 +24,22 @@ void sn_wilson(uint64_t k, uint64_t n, double *lo, double *hi);
 
 /* Matched panels (percentage points in, percentage points out): honest bonus p_base − p_hon,
 ** adversarial penalty p_adv − p_base, replacement cost = bonus + penalty, break-even prior
-** q* = bonus / (bonus + penalty) as a percentage (NaN when bonus + penalty is 0). */
+** q* = bonus / (bonus + penalty) as a percentage. q* is undefined (NaN, and q_star_undefined
+** says why) when bonus + penalty ≤ 0: replacing an agent then costs nothing or gains, and
+** no prior breaks even (docs/formats.md "Matched panels"). */
 struct sn_panels {
     double bonus, penalty, cost, q_star;
+    const char *q_star_undefined; /* NULL when q_star is defined; a static string otherwise */
 };
 struct sn_panels sn_panels_compute(double p_base, double p_hon, double p_adv);
 
 /* ---- group statistics --------------------------------------------------------------------- */
 
-/* Panel decision rule (docs/formats.md "Panel decision"). */
+/* Panel decision rule (docs/formats.md "Panel decision"). Plurality settles ties with the
+** tie rule of the params (data/vote.h; default: a tie is no decision, counted wrong). */
 enum sn_majority {
-    SN_MAJORITY_PLURALITY, /* most votes; a tie goes to the tied answer of the lowest agent id */
-    SN_MAJORITY_STRICT,    /* most votes; a tie is no decision, counted wrong */
+    SN_MAJORITY_PLURALITY, /* most votes (sn_vote_plurality); ties by sn_stats_params.tie */
+    SN_MAJORITY_STRICT,    /* most votes; a tie is no decision, counted wrong, whatever .tie */
     SN_MAJORITY_JUDGE,     /* the recorded judge's answer (final decision only) */
     SN_MAJORITY_COUNT
 };
@@ -43,15 +48,20 @@ int sn_majority_parse(const char *s, enum sn_majority *out, struct sn_err *err);
 
 struct sn_stats_params {
     enum sn_majority   majority;
+    enum sn_vote_tie   tie;    /* plurality ties; default SN_VOTE_TIE_NONE (no decision) */
     const char *const *by;     /* grouping fields (sn_stats_check_field); NULL/0 = one group */
     size_t             n_by;
-    bool adversary_effective;  /* keep only items passed to sn_stats_scan_effective as
-                               ** effective (two passes: scan all, then add all) */
+    bool adversary_effective;  /* keep only debates whose unit (experiment, dataset, item,
+                               ** replicate) sn_stats_scan_effective found effective (two
+                               ** passes: scan all, then add all); debates without
+                               ** adversaries are always kept */
     const char *panel_field;   /* default "labels.panel" */
     const char *panel_names[3]; /* values of panel_field for baseline, honest-mixed,
                                ** adversarial-mixed; default "baseline", "honest-mixed",
                                ** "adversarial-mixed" */
-    const char *panel_metric;  /* a rate metric; default "revision.all.p_dm_given_change" */
+    const char *panel_metric;  /* a rate metric; default "revision.r0_r1.p_dm_given_change"
+                               ** (the first revision step, as the heterogeneous-debate paper's
+                               ** §3.1 uses); "revision.all.p_dm_given_change" pools all rounds */
 };
 struct sn_stats_params sn_stats_default_params(void);
 
@@ -65,8 +75,11 @@ int  sn_stats_create(const struct sn_stats_params *params, struct sn_stats **out
                      struct sn_err *err);
 void sn_stats_free(struct sn_stats *s); /* NULL is fine */
 
-/* Pass 1 of --adversary-effective: records whether each item's adversaries were effective
-** (every adversary's round-0 answer parsed and not gold). */
+/* Pass 1 of --adversary-effective: records whether the adversaries of each unit (experiment,
+** dataset, item id, replicate) were effective: every adversary's round-0 answer parsed and not
+** gold, in every debate of the unit. Debates without adversaries (baseline and honest panels,
+** interceptor-only AITM debates: interceptors never answer) are not scanned and never
+** filtered (docs/formats.md "Adversary-effective filtering"). */
 int sn_stats_scan_effective(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err);
 /* Folds one trajectory into its group (and replicate, and panel) accumulators. t is not kept. */
 int sn_stats_add(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err);
@@ -85,6 +98,7 @@ enum sn_stat_kind {
     SN_STAT_MEAN,  /* mean of n values, normal 95% interval mean ± z·sd/√n (n ≥ 2) */
     SN_STAT_COUNT, /* a count; no interval */
     SN_STAT_PP,    /* percentage points (matched panels) */
+    SN_STAT_DIFF,  /* a difference of two rates printed beside it (Δ1, Δ2, Δtotal) */
     SN_STAT_KIND_COUNT
 };
 const char *sn_stat_kind_name(enum sn_stat_kind k);
@@ -95,6 +109,8 @@ struct sn_stat_row {
     const char *metric;        /* "sdi", "revision.r0_r1.dm", ... (docs/formats.md) */
     enum sn_stat_kind kind;
     double   value;            /* NaN = undefined (n = 0, or e.g. no changes for P(DM|D=1)) */
+    const char *note;          /* why value is undefined when that is not n = 0, or a warning
+                               ** (e.g. a group mixing designs); NULL when none. Static. */
     uint64_t n;                /* denominator / number of values */
     double   k;                /* numerator for rates (NaN otherwise) */
     double   lo, hi;           /* 95% interval; NaN when none */
@@ -115,7 +131,7 @@ uint64_t sn_stats_n_filtered(const struct sn_stats *s); /* dropped by --adversar
 
 /* --explain: for one debate, each agent's parsed answer per round and how every metric term
 ** was counted, appended to out as text. */
-int sn_stats_explain(const struct sn_traj *t, enum sn_majority majority, struct sn_buf *out,
-                     struct sn_err *err);
+int sn_stats_explain(const struct sn_traj *t, enum sn_majority majority, enum sn_vote_tie tie,
+                     struct sn_buf *out, struct sn_err *err);
 
 #endif

@@ -35,7 +35,16 @@ struct sn_panels sn_panels_compute(double p_base, double p_hon, double p_adv)
     p.bonus = p_base - p_hon;
     p.penalty = p_adv - p_base;
     p.cost = p.bonus + p.penalty;
-    p.q_star = p.cost != 0.0 ? 100.0 * p.bonus / p.cost : NAN;
+    p.q_star = NAN;
+    p.q_star_undefined = NULL;
+    if (isnan(p.cost))
+        p.q_star_undefined = "a panel rate is undefined";
+    else if (p.cost <= 0.0)
+        /* bonus / (bonus + penalty) with a denominator ≤ 0 is no prior: replacing costs
+        ** nothing or gains, so every prior (or none) breaks even */
+        p.q_star_undefined = "bonus + penalty <= 0: replacement never costs, no break-even prior";
+    else
+        p.q_star = 100.0 * p.bonus / p.cost;
     return p;
 }
 
@@ -60,7 +69,7 @@ int sn_majority_parse(const char *s, enum sn_majority *out, struct sn_err *err)
                                      "strict or judge)", s);
 }
 
-static const char *const kind_names[] = {"rate", "mean", "count", "pp"};
+static const char *const kind_names[] = {"rate", "mean", "count", "pp", "diff"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == SN_STAT_KIND_COUNT, "kinds");
 
 const char *sn_stat_kind_name(enum sn_stat_kind k)
@@ -267,7 +276,10 @@ struct acc {
     struct cell *ar;          /* (cap_agents, cap_rounds) accuracy of slot a in round r */
     size_t       cap_agents, cap_rounds, n_agents, n_rounds; /* n_: max seen */
     uint64_t     fin_k, fin_n, fin_nojudge, rec_k, rec_n;
-    struct macc  dh[3], dp[3];
+    struct macc  dh[3], dp[3];    /* per-debate deltas (kept for --items and --explain only) */
+    uint64_t     last_hon_k, last_hon_n, last_pan_k, last_pan_n; /* each debate's last round */
+    size_t       design_N, design_T; /* the first debate's design ... */
+    bool         design_stop, design_set, design_mixed; /* ... and whether another differs */
     uint64_t     c0, lost;
     uint64_t     ans_total, ans_unparsed;
 };
@@ -372,6 +384,22 @@ static int acc_add(struct acc *a, const struct sn_traj *t, const struct sn_deb *
     }
     a->rec_k += (uint64_t)d->final_rec;
     a->rec_n++;
+    if (T) {
+        a->last_hon_k += (uint64_t)d->hon_k[T - 1];
+        a->last_hon_n += (uint64_t)d->hon_n[T - 1];
+        if (d->pan[T - 1] >= 0) {
+            a->last_pan_k += (uint64_t)d->pan[T - 1];
+            a->last_pan_n++;
+        }
+    }
+    if (!a->design_set) {
+        a->design_set = true;
+        a->design_N = N;
+        a->design_T = T;
+        a->design_stop = d->stopped;
+    } else if (a->design_N != N || a->design_T != T || a->design_stop != d->stopped) {
+        a->design_mixed = true;
+    }
     for (int i = 0; i < 3; i++) {
         if (d->dh_ok[i])
             macc_add(&a->dh[i], d->dh[i]);
@@ -437,11 +465,12 @@ struct sn_stats_params sn_stats_default_params(void)
     struct sn_stats_params p;
     memset(&p, 0, sizeof p);
     p.majority = SN_MAJORITY_PLURALITY;
+    p.tie = SN_VOTE_TIE_NONE;
     p.panel_field = "labels.panel";
     p.panel_names[0] = "baseline";
     p.panel_names[1] = "honest-mixed";
     p.panel_names[2] = "adversarial-mixed";
-    p.panel_metric = "revision.all.p_dm_given_change";
+    p.panel_metric = "revision.r0_r1.p_dm_given_change";
     return p;
 }
 
@@ -506,6 +535,12 @@ int sn_stats_create(const struct sn_stats_params *params, struct sn_stats **out,
         rc = sn_err_set(err, SN_E_ARG, "unknown majority rule %d", (int)s->majority);
         goto fail;
     }
+    if ((unsigned)s->p.tie >= SN_VOTE_TIE_COUNT) {
+        rc = sn_err_set(err, SN_E_ARG, "unknown tie rule %d", (int)s->p.tie);
+        goto fail;
+    }
+    if (s->majority == SN_MAJORITY_STRICT)
+        s->p.tie = SN_VOTE_TIE_NONE; /* strict: ties are no decision whatever .tie says */
     if (s->p.n_by) {
         s->fields = sn_calloc(s->p.n_by, sizeof *s->fields);
         if (!s->fields) {
@@ -573,12 +608,17 @@ int sn_stats_note_input(struct sn_stats *s, const char *path, struct sn_err *err
 uint64_t sn_stats_n_added(const struct sn_stats *s) { return s->n_added; }
 uint64_t sn_stats_n_filtered(const struct sn_stats *s) { return s->n_filtered; }
 
-/* "dataset\x1fitem_id" */
+/* The unit of adversary-effective filtering (docs/formats.md "Adversary-effective
+** filtering"): "experiment\x1fdataset\x1fitem_id\x1freplicate". Keyed by experiment, so the
+** same recipe's debates are filtered alike whether read alone or beside another experiment's
+** files; by replicate, so a replicate whose adversary answered gold at round 0 drops alone. */
 static int item_key(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err)
 {
     sn_buf_reset(&s->key);
-    if (sn_buf_puts(&s->key, t->dataset, err) || sn_buf_puts(&s->key, "\x1f", err) ||
-        sn_buf_puts(&s->key, t->item_id, err))
+    if (sn_buf_puts(&s->key, t->experiment ? t->experiment : NONE_VALUE, err) ||
+        sn_buf_puts(&s->key, "\x1f", err) || sn_buf_puts(&s->key, t->dataset, err) ||
+        sn_buf_puts(&s->key, "\x1f", err) || sn_buf_puts(&s->key, t->item_id, err) ||
+        sn_buf_printf(&s->key, err, "\x1f%lld", (long long)t->replicate))
         return err->code;
     return SN_OK;
 }
@@ -687,7 +727,7 @@ int sn_stats_add(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err
 {
     int rc;
     s->last_gi = (size_t)-1;
-    if (s->p.adversary_effective) {
+    if (s->p.adversary_effective && t->n_adversary) {
         if ((rc = item_key(s, t, err)))
             return rc;
         size_t *v = sn_strmap_find(&s->items, s->key.data, s->key.len);
@@ -697,7 +737,7 @@ int sn_stats_add(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err
             return SN_OK;
         }
     }
-    if ((rc = sn_deb_compute(&s->deb, t, s->majority, err)))
+    if ((rc = sn_deb_compute(&s->deb, t, s->majority, s->p.tie, err)))
         return sn_err_wrap(err, "%s", t->id);
     sn_buf_reset(&s->key);
     for (size_t i = 0; i < s->n_by; i++) {
@@ -781,6 +821,7 @@ int sn_stats_item_row(struct sn_stats *s, const struct sn_traj *t, struct sn_buf
 struct emitter {
     void (*fn)(struct emitter *e, const char *name, enum sn_stat_kind kind, double value,
                uint64_t n, double k, double sd);
+    const char *note; /* attached to the next row emitted, then cleared by the caller */
 };
 
 static void emit_rate(struct emitter *e, const char *name, uint64_t k, uint64_t n)
@@ -823,11 +864,28 @@ static void emit_revisions(struct emitter *e, const char *pfx, const uint64_t tr
     emit_rate(e, nm, tr[SN_TR_EXCLUDED], valid + tr[SN_TR_EXCLUDED]);
 }
 
+/* rate(k1/n1) − rate(k0/n0), NaN when either is undefined */
+static void emit_diff(struct emitter *e, const char *name, uint64_t k1, uint64_t n1, uint64_t k0,
+                      uint64_t n0, const char *note)
+{
+    double v = n1 && n0 ? (double)k1 / (double)n1 - (double)k0 / (double)n0 : NAN;
+    e->note = note;
+    e->fn(e, name, SN_STAT_DIFF, v, n1 < n0 ? n1 : n0, NAN, NAN);
+    e->note = NULL;
+}
+
+#define MIXED_NOTE "the group mixes designs (agent count, round count or early stop): each " \
+                   "delta is the difference of the pooled accuracy rows beside it, which " \
+                   "cover different debates; group by n_agents and the round count to compare"
+
 static void emit_all(struct emitter *e, const struct acc *a, enum sn_majority majority)
 {
     char nm[96];
     static const char *const dnames[3] = {"delta1", "delta2", "delta_total"};
     emit_count(e, "n_trajectories", a->n_traj, a->n_traj);
+    e->note = a->design_mixed ? MIXED_NOTE : NULL;
+    emit_count(e, "design.mixed", a->design_mixed, a->n_traj);
+    e->note = NULL;
     emit_mean(e, "sdi", &a->sdi);
     emit_mean(e, "fat", &a->fat);
     emit_mean(e, "asr", &a->asr);
@@ -848,11 +906,13 @@ static void emit_all(struct emitter *e, const struct acc *a, enum sn_majority ma
         snprintf(nm, sizeof nm, "accuracy.honest.r%zu", r);
         emit_rate(e, nm, a->rounds[r].hon_k, a->rounds[r].hon_n);
     }
+    emit_rate(e, "accuracy.honest.last", a->last_hon_k, a->last_hon_n);
     if (majority != SN_MAJORITY_JUDGE) {
         for (size_t r = 0; r < a->n_rounds; r++) {
             snprintf(nm, sizeof nm, "accuracy.panel.r%zu", r);
             emit_rate(e, nm, a->rounds[r].pan_k, a->rounds[r].pan_n);
         }
+        emit_rate(e, "accuracy.panel.last", a->last_pan_k, a->last_pan_n);
     }
     emit_rate(e, "accuracy.final", a->fin_k, a->fin_n);
     if (majority == SN_MAJORITY_JUDGE)
@@ -865,14 +925,34 @@ static void emit_all(struct emitter *e, const struct acc *a, enum sn_majority ma
             emit_rate(e, nm, c->k, c->n);
         }
     }
-    for (int i = 0; i < 3; i++) {
-        snprintf(nm, sizeof nm, "%s.honest", dnames[i]);
-        emit_mean(e, nm, &a->dh[i]);
-    }
-    if (majority != SN_MAJORITY_JUDGE) {
+    /* Δ1 = acc(r1) − acc(r0), Δ2 = acc(r2) − acc(r1), Δtotal = acc(last) − acc(r0): always
+    ** the difference of the pooled accuracy rows printed beside them (docs/formats.md
+    ** "Accuracy deltas"), so Δ and the rows never disagree; a group mixing designs says so */
+    const char *note = a->design_mixed ? MIXED_NOTE : NULL;
+    const struct racc *R = a->rounds;
+    size_t nr = a->n_rounds;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && majority == SN_MAJORITY_JUDGE)
+            break;
+        const char *who = pass ? "panel" : "honest";
         for (int i = 0; i < 3; i++) {
-            snprintf(nm, sizeof nm, "%s.panel", dnames[i]);
-            emit_mean(e, nm, &a->dp[i]);
+            uint64_t k0, n0, k1, n1;
+            size_t r0 = i == 1 ? 1 : 0, r1 = i == 1 ? 2 : 1;
+            if (i < 2 && r1 >= nr) {
+                k0 = n0 = k1 = n1 = 0;
+            } else if (i < 2) {
+                k0 = pass ? R[r0].pan_k : R[r0].hon_k;
+                n0 = pass ? R[r0].pan_n : R[r0].hon_n;
+                k1 = pass ? R[r1].pan_k : R[r1].hon_k;
+                n1 = pass ? R[r1].pan_n : R[r1].hon_n;
+            } else {
+                k0 = nr ? (pass ? R[0].pan_k : R[0].hon_k) : 0;
+                n0 = nr ? (pass ? R[0].pan_n : R[0].hon_n) : 0;
+                k1 = pass ? a->last_pan_k : a->last_hon_k;
+                n1 = pass ? a->last_pan_n : a->last_hon_n;
+            }
+            snprintf(nm, sizeof nm, "%s.%s", dnames[i], who);
+            emit_diff(e, nm, k1, n1, k0, n0, note);
         }
     }
     uint64_t all[6] = {0};
@@ -978,6 +1058,7 @@ static void row_emit(struct emitter *e_, const char *name, enum sn_stat_kind kin
         r->value = value;
         r->n = n;
         r->k = kind == SN_STAT_RATE ? k : NAN;
+        r->note = e_->note;
         fill_interval(r, sd);
         r->rep_mean = r->rep_sd = NAN;
         return;
@@ -1047,7 +1128,7 @@ static void find_emit(struct emitter *e_, const char *name, enum sn_stat_kind ki
 static struct find_emitter find_metric(const struct acc *a, const char *name,
                                        enum sn_majority majority)
 {
-    struct find_emitter f = {{find_emit}, name, NAN, NAN, 0, SN_STAT_COUNT, false};
+    struct find_emitter f = {{find_emit, NULL}, name, NAN, NAN, 0, SN_STAT_COUNT, false};
     emit_all(&f.e, a, majority);
     return f;
 }
@@ -1066,6 +1147,7 @@ static struct sn_stat_row *add_row(struct sn_stats *s, const struct group *g, co
     r->value = value;
     r->n = n;
     r->k = k;
+    r->note = NULL;
     fill_interval(r, NAN);
     r->rep_mean = r->rep_sd = NAN;
     return r;
@@ -1104,9 +1186,13 @@ static int panel_rows(struct sn_stats *s, size_t gi, struct sn_err *err)
     double vals[4] = {pp.bonus, pp.penalty, pp.cost, pp.q_star};
     uint64_t nmin = f[0].n < f[1].n ? f[0].n : f[1].n;
     nmin = nmin < f[2].n ? nmin : f[2].n;
-    for (int i = 0; i < 4; i++)
-        if (!add_row(s, g, pp_names[i], SN_STAT_PP, vals[i], nmin, NAN, err))
+    for (int i = 0; i < 4; i++) {
+        struct sn_stat_row *r = add_row(s, g, pp_names[i], SN_STAT_PP, vals[i], nmin, NAN, err);
+        if (!r)
             return err->code;
+        if (i == 3)
+            r->note = pp.q_star_undefined;
+    }
     /* replicate mean ± SD: over replicate indices present in all three panels */
     for (size_t i = 0; i < pg[0]->n_reps; i++) {
         int64_t rep = pg[0]->reps[i].replicate;
@@ -1157,7 +1243,7 @@ int sn_stats_rows(struct sn_stats *s, const struct sn_stat_row **rows, size_t *n
     int rc = SN_OK;
     for (size_t oi = 0; oi < nv && !rc; oi++) {
         struct group *g = &s->groups[order[oi].idx];
-        struct row_emitter e = {{row_emit}, s, g, s->n_rows, 0, true, err, SN_OK};
+        struct row_emitter e = {{row_emit, NULL}, s, g, s->n_rows, 0, true, err, SN_OK};
         emit_all(&e.e, &g->pooled, s->majority);
         e.pooled = false;
         for (size_t r = 0; r < g->n_reps && !e.rc; r++) {
@@ -1189,13 +1275,16 @@ const char *sn_stats_internal_by(const struct sn_stats *s, size_t i)
 }
 void sn_stats_internal_meta(const struct sn_stats *s, struct sn_stats_meta *m)
 {
-    m->majority = s->majority;
-    m->adv_eff = s->p.adversary_effective;
-    m->n_skipped = s->n_skipped;
-    m->first_skip = s->first_skip;
-    m->inputs = (const char *const *)s->inputs;
-    m->n_inputs = s->n_inputs;
-    m->panel_field = s->panel_field.name;
-    m->panel_names = (const char *const *)s->panel_names;
-    m->panel_metric = s->panel_metric;
+    *m = (struct sn_stats_meta){
+        .majority = s->majority,
+        .tie = s->p.tie,
+        .adv_eff = s->p.adversary_effective,
+        .n_skipped = s->n_skipped,
+        .first_skip = s->first_skip,
+        .inputs = (const char *const *)s->inputs,
+        .n_inputs = s->n_inputs,
+        .panel_field = s->panel_field.name,
+        .panel_names = (const char *const *)s->panel_names,
+        .panel_metric = s->panel_metric,
+    };
 }

@@ -26,6 +26,7 @@ void sn_deb_free(struct sn_deb *d)
         sn_free(d->tr[i]);
     sn_free(d->tr_of);
     sn_free(d->distinct_);
+    sn_free(d->votes_);
     memset(d, 0, sizeof *d);
 }
 
@@ -43,7 +44,7 @@ static int reserve(struct sn_deb *d, size_t N, size_t T, struct sn_err *err)
               ALLOC(d->hits, cN) && ALLOC(d->nac, cN) && ALLOC(d->cons, cT) &&
               ALLOC(d->hon_k, cT) && ALLOC(d->hon_n, cT) && ALLOC(d->pan, cT) &&
               ALLOC(d->pan_ans, cT) && ALLOC(d->pan_tie, cT) && ALLOC(d->tr_of, NT) &&
-              ALLOC(d->distinct_, NT);
+              ALLOC(d->distinct_, NT) && ALLOC(d->votes_, cN);
     for (int i = 0; i < 6 && ok; i++)
         ok = ALLOC(d->tr[i], cT);
 #undef ALLOC
@@ -72,40 +73,22 @@ static bool is_voter(const struct sn_traj *t, size_t a)
     return t->agents[a].role != SN_ROLE_INTERCEPTOR;
 }
 
-/* Panel decision in round r (docs/formats.md "Panel decision"). Votes are the parsed
-** answers of voters who spoke, counted in agent-id order; under plurality a tie goes to the
-** tied answer whose first holder has the lowest id; under strict a tie is no decision (NULL). */
+/* Panel decision in round r (docs/formats.md "Panel decision"): the project's one plurality
+** vote (data/vote.h) over the parsed answers of voters who spoke, in slot order. Strict is
+** plurality whose ties are no decision whatever the tie rule. The random tie-break is seeded
+** by (debate id, round), as the engine seeds it. */
 const char *sn_deb_decide(const struct sn_traj *t, const struct sn_deb *d, size_t r,
-                          enum sn_majority majority, bool *tie)
+                          enum sn_majority majority, enum sn_vote_tie rule, bool *tie)
 {
     size_t N = d->N, T = d->T;
-    const char *best = NULL;
-    int best_n = 0;
-    *tie = false;
-    for (size_t a = 0; a < N; a++) {
-        const char *x = d->ans[a * T + r];
-        if (!x || !is_voter(t, a))
-            continue;
-        /* count only at the first holder, so each answer is considered once in id order */
-        bool seen = false;
-        for (size_t b = 0; b < a && !seen; b++)
-            seen = is_voter(t, b) && eq(d->ans[b * T + r], x);
-        if (seen)
-            continue;
-        int n = 0;
-        for (size_t b = a; b < N; b++)
-            n += is_voter(t, b) && eq(d->ans[b * T + r], x);
-        if (n > best_n) {
-            best_n = n;
-            best = x;
-            *tie = false;
-        } else if (n == best_n) {
-            *tie = true; /* the earlier (lower-id) answer stays */
-        }
-    }
-    if (*tie && majority == SN_MAJORITY_STRICT)
-        return NULL;
-    return best;
+    for (size_t a = 0; a < N; a++)
+        d->votes_[a] = is_voter(t, a) ? d->ans[a * T + r] : NULL;
+    if (majority == SN_MAJORITY_STRICT)
+        rule = SN_VOTE_TIE_NONE;
+    /* answers are interned: strcmp equality is pointer equality here */
+    int w = sn_vote_plurality((const char *const *)d->votes_, N, rule, sn_vote_seed(t->id, r),
+                              NULL, NULL, tie);
+    return w >= 0 ? d->votes_[w] : NULL;
 }
 
 static size_t distinct(const char *const *v, size_t n, size_t stride)
@@ -124,7 +107,7 @@ static size_t distinct(const char *const *v, size_t n, size_t stride)
 }
 
 int sn_deb_compute(struct sn_deb *d, const struct sn_traj *t, enum sn_majority majority,
-                   struct sn_err *err)
+                   enum sn_vote_tie rule, struct sn_err *err)
 {
     size_t N = t->n_agents, T = t->n_rounds;
     int rc = reserve(d, N, T ? T : 1, err);
@@ -250,7 +233,7 @@ int sn_deb_compute(struct sn_deb *d, const struct sn_traj *t, enum sn_majority m
             d->pan[r] = -1;
             d->pan_ans[r] = NULL;
         } else {
-            d->pan_ans[r] = sn_deb_decide(t, d, r, majority, &tie);
+            d->pan_ans[r] = sn_deb_decide(t, d, r, majority, rule, &tie);
             d->pan[r] = eq(d->pan_ans[r], gold);
         }
         d->pan_tie[r] = tie;
@@ -278,6 +261,7 @@ int sn_deb_compute(struct sn_deb *d, const struct sn_traj *t, enum sn_majority m
 
     /* final decision */
     d->final_rec = t->final.correct;
+    d->stopped = t->final.stopped_early;
     if (!T) {
         d->final_dec = -1;
         d->final_ans = NULL;

@@ -13,11 +13,12 @@ static const char *show(const char *x)
     return x ? x : "∅";
 }
 
-int sn_stats_explain(const struct sn_traj *t, enum sn_majority majority, struct sn_buf *out,
+int sn_stats_explain(const struct sn_traj *t, enum sn_majority majority, enum sn_vote_tie tie,
+                     struct sn_buf *out,
                      struct sn_err *err)
 {
     struct sn_deb d = {0};
-    int rc = sn_deb_compute(&d, t, majority, err);
+    int rc = sn_deb_compute(&d, t, majority, tie, err);
     if (rc)
         return rc;
     size_t N = d.N, T = d.T;
@@ -77,14 +78,16 @@ int sn_stats_explain(const struct sn_traj *t, enum sn_majority majority, struct 
     }
     }
 
+    enum sn_vote_tie eff = majority == SN_MAJORITY_STRICT ? SN_VOTE_TIE_NONE : tie;
     P("\nper round (consensus = distinct parsed honest answers; panel = honest + adversary "
-      "votes, rule %s):\n", sn_majority_name(majority));
+      "votes, rule %s, ties: %s):\n", sn_majority_name(majority), sn_vote_tie_name(eff));
     for (size_t r = 0; r < T; r++) {
         P("  r%zu: consensus %d, honest correct %d/%d", r, d.cons[r], d.hon_k[r], d.hon_n[r]);
         if (majority != SN_MAJORITY_JUDGE)
             P(", panel decision %s%s -> %s", show(d.pan_ans[r]),
-              d.pan_tie[r] ? (majority == SN_MAJORITY_STRICT ? " (tie: no decision)"
-                                                             : " (tie: lowest agent id)")
+              d.pan_tie[r] ? (eff == SN_VOTE_TIE_NONE        ? " (tie: no decision)"
+                              : eff == SN_VOTE_TIE_LOWEST_ID ? " (tie: lowest agent id)"
+                                                             : " (tie: seeded random)")
                            : "",
               d.pan[r] == 1 ? "correct" : "wrong");
         P("\n");

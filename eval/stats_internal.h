@@ -55,23 +55,26 @@ struct sn_deb {
     uint64_t ans_total, ans_unparsed; /* honest answers over all rounds */
     const char *gold;             /* t->gold, or the interned answer equal to it */
     const char **distinct_;       /* (N, T) scratch: the interned answers */
+    const char **votes_;          /* (N) scratch: one round's votes */
+    bool     stopped;             /* the debate stopped early (final.stopped_early) */
     /* scratch capacity */
     size_t   cap_N, cap_T;
 };
 
 /* Computes every term of one debate into d (reusing its buffers; d starts zeroed). */
 int  sn_deb_compute(struct sn_deb *d, const struct sn_traj *t, enum sn_majority majority,
-                    struct sn_err *err);
+                    enum sn_vote_tie tie, struct sn_err *err);
 void sn_deb_free(struct sn_deb *d);
 /* The panel decision among honest and adversary slots' parsed answers in round r. */
 const char *sn_deb_decide(const struct sn_traj *t, const struct sn_deb *d, size_t r,
-                          enum sn_majority majority, bool *tie);
+                          enum sn_majority majority, enum sn_vote_tie rule, bool *tie);
 
 /* Accessors for the output writers (stats_output.c). */
 size_t      sn_stats_internal_n_by(const struct sn_stats *s);
 const char *sn_stats_internal_by(const struct sn_stats *s, size_t i);
 struct sn_stats_meta {
     enum sn_majority    majority;
+    enum sn_vote_tie    tie;         /* --tie: how a plurality tie is decided */
     bool                adv_eff;     /* --adversary-effective */
     uint64_t            n_skipped;
     const char         *first_skip;

@@ -5,8 +5,17 @@
 #include <math.h>
 #include <string.h>
 
-#define TIE_BREAK_TEXT                                                                         \
-    "a tie goes to the tied answer whose first holder has the lowest agent id"
+/* How a tie for the top count was settled, in words (every report prints it). */
+static const char *tie_text(enum sn_majority maj, enum sn_vote_tie tie)
+{
+    if (maj == SN_MAJORITY_JUDGE)
+        return "the recorded judge's answer decides";
+    if (maj == SN_MAJORITY_STRICT || tie == SN_VOTE_TIE_NONE)
+        return "a tie is no decision, counted wrong";
+    if (tie == SN_VOTE_TIE_LOWEST_ID)
+        return "a tie goes to the tied answer whose first holder has the lowest agent id";
+    return "a tie goes to a tied answer drawn at random, seeded by debate id and round";
+}
 
 static cJSON *num_or_null(double v)
 {
@@ -38,8 +47,10 @@ int sn_stats_write_json(struct sn_stats *s, const char *path, struct sn_err *err
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
     cJSON_AddStringToObject(root, "schema", "sentinel.stats/1");
     cJSON_AddStringToObject(root, "majority", sn_majority_name(mt.majority));
-    if (mt.majority == SN_MAJORITY_PLURALITY)
-        cJSON_AddStringToObject(root, "tie_break", TIE_BREAK_TEXT);
+    cJSON_AddStringToObject(root, "tie", mt.majority == SN_MAJORITY_JUDGE ? "judge"
+                                         : mt.majority == SN_MAJORITY_STRICT ? "none"
+                                         : sn_vote_tie_name(mt.tie));
+    cJSON_AddStringToObject(root, "tie_break", tie_text(mt.majority, mt.tie));
     cJSON_AddBoolToObject(root, "adversary_effective", mt.adv_eff);
     cJSON_AddNumberToObject(root, "n_trajectories", (double)sn_stats_n_added(s));
     cJSON_AddNumberToObject(root, "n_filtered", (double)sn_stats_n_filtered(s));
@@ -83,6 +94,8 @@ int sn_stats_write_json(struct sn_stats *s, const char *path, struct sn_err *err
         cJSON_AddNumberToObject(o, "rep_n", (double)r->rep_n);
         cJSON_AddItemToObject(o, "rep_mean", num_or_null(r->rep_mean));
         cJSON_AddItemToObject(o, "rep_sd", num_or_null(r->rep_sd));
+        if (r->note)
+            cJSON_AddStringToObject(o, "note", r->note);
     }
     /* cJSON's Add* return NULL on allocation failure; check the result is complete */
     if (!arr || cJSON_GetArraySize(arr) != (int)n_rows) {
@@ -128,7 +141,7 @@ int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err)
         rc = sn_buf_puts(&b, ",", err) || sn_stats_csv_field(&b, sn_stats_internal_by(s, j), err);
     if (!rc)
         rc = sn_buf_puts(&b, ",metric,kind,value,n,k,lo,hi,rep_n,rep_mean,rep_sd,majority,"
-                             "adversary_effective\n", err);
+                             "adversary_effective,mt.tie,note\n", err);
     for (size_t i = 0; !rc && i < n_rows; i++) {
         const struct sn_stat_row *r = &rows[i];
         rc = sn_stats_csv_field(&b, r->group, err);
@@ -141,8 +154,12 @@ int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err)
             (rc = csv_num(&b, r->hi, err)) ||
             (rc = sn_buf_printf(&b, err, ",%llu", (unsigned long long)r->rep_n)) ||
             (rc = csv_num(&b, r->rep_mean, err)) || (rc = csv_num(&b, r->rep_sd, err)) ||
-            (rc = sn_buf_printf(&b, err, ",%s,%s\n", sn_majority_name(mt.majority),
-                                mt.adv_eff ? "true" : "false")))
+            (rc = sn_buf_printf(&b, err, ",%s,%s,%s,", sn_majority_name(mt.majority),
+                                mt.adv_eff ? "true" : "false",
+                                mt.majority == SN_MAJORITY_JUDGE ? "judge"
+                                : mt.majority == SN_MAJORITY_STRICT ? "none" : sn_vote_tie_name(mt.tie))) ||
+            (rc = sn_stats_csv_field(&b, r->note ? r->note : "", err)) ||
+            (rc = sn_buf_puts(&b, "\n", err)))
             break;
     }
     if (rc) {
@@ -172,6 +189,7 @@ static int fmt_val(struct sn_buf *b, enum sn_stat_kind kind, double v, struct sn
     case SN_STAT_RATE: return sn_buf_printf(b, err, "%9.1f%%", 100.0 * v);
     case SN_STAT_COUNT: return sn_buf_printf(b, err, "%10.0f", v);
     case SN_STAT_PP: return sn_buf_printf(b, err, "%10.1f", v);
+    case SN_STAT_DIFF: return sn_buf_printf(b, err, "%+8.1fpp", 100.0 * v);
     default: return sn_buf_printf(b, err, "%10.4f", v);
     }
 }
@@ -216,6 +234,9 @@ int sn_stats_format_table(struct sn_stats *s, bool full, struct sn_buf *out, str
             if (r->kind == SN_STAT_RATE) {
                 snprintf(rm, sizeof rm, "%.1f%%", 100.0 * r->rep_mean);
                 snprintf(rs, sizeof rs, "%.1f%%", 100.0 * r->rep_sd);
+            } else if (r->kind == SN_STAT_DIFF) {
+                snprintf(rm, sizeof rm, "%+.1fpp", 100.0 * r->rep_mean);
+                snprintf(rs, sizeof rs, "%.1fpp", 100.0 * r->rep_sd);
             } else if (r->kind == SN_STAT_MEAN) {
                 snprintf(rm, sizeof rm, "%.4f", r->rep_mean);
                 snprintf(rs, sizeof rs, "%.4f", r->rep_sd);
@@ -231,13 +252,16 @@ int sn_stats_format_table(struct sn_stats *s, bool full, struct sn_buf *out, str
             rc = sn_buf_printf(out, err, "%s ± undefined (1 replicate)\n", rm);
         else
             rc = sn_buf_puts(out, "-\n", err);
+        if (!rc && r->note && (strcmp(r->metric, "design.mixed") == 0 ||
+                               !strncmp(r->metric, "panel.", 6)))
+            rc = sn_buf_printf(out, err, "  warning: %s\n", r->note); /* once per group */
     }
     if (!rc)
         rc = sn_buf_printf(out, err,
-                           "\n%llu trajectories; panel decision: %s%s%s; %llu skipped lines%s%s"
+                           "\n%llu trajectories; panel decision: %s (%s)%s; %llu skipped lines%s%s"
                            "%s\n",
                            (unsigned long long)sn_stats_n_added(s), sn_majority_name(mt.majority),
-                           mt.majority == SN_MAJORITY_PLURALITY ? " (" TIE_BREAK_TEXT ")" : "",
+                           tie_text(mt.majority, mt.tie),
                            mt.adv_eff ? "; adversary-effective items only" : "",
                            (unsigned long long)mt.n_skipped, mt.first_skip ? " (first: " : "",
                            mt.first_skip ? mt.first_skip : "", mt.first_skip ? ")" : "");

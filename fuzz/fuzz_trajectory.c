@@ -62,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         sn_stats_free(s);
         struct sn_buf b = {0};
-        if (sn_stats_explain(t, (enum sn_majority)m, &b, &err) && err.code != SN_E_NOMEM)
+        enum sn_vote_tie tie = (enum sn_vote_tie)(m % SN_VOTE_TIE_COUNT);
+        if (sn_stats_explain(t, (enum sn_majority)m, tie, &b, &err) && err.code != SN_E_NOMEM)
             abort();
         sn_buf_free(&b);
     }

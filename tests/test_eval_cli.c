@@ -112,11 +112,11 @@ int main(void)
     free(js);
     char *csv = slurp("out.csv");
     static const char hdr[] = "group,strategy,metric,kind,value,n,k,lo,hi,rep_n,rep_mean,"
-                              "rep_sd,majority,adversary_effective\n";
+                              "rep_sd,majority,adversary_effective,tie,note\n";
     CHECK(!strncmp(csv, hdr, sizeof hdr - 1));
     CHECK_MSG(strstr(csv, "\nstrategy=simultaneous,simultaneous,sdi,mean,0.75,2,,") != NULL,
               "%.300s", csv);
-    CHECK(strstr(csv, ",plurality,false\n") != NULL);
+    CHECK(strstr(csv, ",plurality,false,none,\n") != NULL);
     free(csv);
     CHECK(sn_test_sh("ls '%s' | grep -q tmp", dir) != 0); /* no temp file left behind */
 
@@ -125,6 +125,22 @@ int main(void)
     js = slurp("strict.json");
     CHECK(strstr(js, "\"majority\":\t\"strict\"") || strstr(js, "\"majority\": \"strict\""));
     free(js);
+    /* ... and the tie rule, in JSON and in the table, default none */
+    CHECK(stats("traj --json tie.json") == 0);
+    js = slurp("tie.json");
+    CHECK(strstr(js, "\"tie\":\t\"none\"") || strstr(js, "\"tie\": \"none\""));
+    free(js);
+    out = slurp("out.txt");
+    CHECK_MSG(strstr(out, "a tie is no decision, counted wrong"), "%s", out);
+    free(out);
+    CHECK(stats("traj --tie lowest-id --json tie.json") == 0);
+    js = slurp("tie.json");
+    CHECK(strstr(js, "\"tie\":\t\"lowest-id\"") || strstr(js, "\"tie\": \"lowest-id\""));
+    free(js);
+    out = slurp("out.txt");
+    CHECK(strstr(out, "lowest agent id"));
+    free(out);
+    CHECK(stats("traj --tie sideways") == 2);
 
     /* stats panels: the published check */
     CHECK(stats("panels --rates 89.1,35.2,90.0 --json panels.json") == 0);

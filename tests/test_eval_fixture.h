@@ -23,6 +23,8 @@ struct fx {
     int         replicate;
     bool        final_correct;
     const char *dataset;         /* default "synthetic" */
+    const char *experiment;      /* default "test" */
+    bool        stopped;         /* final.stopped_early */
 };
 
 /* One trajectory line (no newline), malloc'd. */
@@ -32,7 +34,7 @@ __attribute__((unused)) static char *fx_json(const struct fx *f)
     size_t N = strlen(f->roles);
     cJSON_AddStringToObject(j, "schema", "sentinel.trajectory/1");
     cJSON_AddStringToObject(j, "id", f->id);
-    cJSON_AddStringToObject(j, "experiment", "test");
+    cJSON_AddStringToObject(j, "experiment", f->experiment ? f->experiment : "test");
     cJSON_AddStringToObject(j, "scenario", f->target ? "collaboration" : "none");
     cJSON_AddStringToObject(j, "dataset", f->dataset ? f->dataset : "synthetic");
     cJSON_AddStringToObject(j, "item_id", f->item ? f->item : f->id);
@@ -104,7 +106,7 @@ __attribute__((unused)) static char *fx_json(const struct fx *f)
         cJSON_AddStringToObject(fin, "judge_answer", f->judge);
     else
         cJSON_AddNullToObject(fin, "judge_answer");
-    cJSON_AddBoolToObject(fin, "stopped_early", false);
+    cJSON_AddBoolToObject(fin, "stopped_early", f->stopped);
     cJSON_AddNumberToObject(fin, "n_rounds", (double)f->T);
     if (f->panel)
         cJSON_AddStringToObject(cJSON_AddObjectToObject(j, "labels"), "panel", f->panel);

@@ -108,31 +108,102 @@ int main(void)
     /* DC/N_valid: 1/2, 2/2, 0/2 -> bonus 50 - 100 = -50, penalty 0 - 50 = -50, q* = 50% */
     CHECK_CLOSE(fx_val(s, "all", "panel.honest_bonus"), -50, 1e-9, 0);
     CHECK_CLOSE(fx_val(s, "all", "panel.adversarial_penalty"), -50, 1e-9, 0);
+    CHECK_CLOSE(fx_val(s, "all", "panel.replacement_cost"), -100, 1e-9, 0);
+    /* bonus + penalty = -100 <= 0: q* is undefined, not -50 / -100 = 50% */
+    CHECK_NAN(fx_val(s, "all", "panel.break_even_q"));
+    {
+        const struct sn_stat_row *r = fx_row(s, "all", "panel.break_even_q");
+        CHECK(r && r->note && strstr(r->note, "bonus + penalty <= 0"));
+    }
     sn_stats_free(s);
+    {
+        struct sn_panels q = sn_panels_compute(50, 60, 40); /* bonus -10, penalty -10 */
+        CHECK(isnan(q.q_star) && q.q_star_undefined);
+        q = sn_panels_compute(50, 40, 40); /* bonus 10, penalty -10: cost 0 */
+        CHECK(isnan(q.q_star) && q.q_star_undefined);
+        q = sn_panels_compute(50, 40, 70); /* bonus 10, penalty 20: q* = 10/30 */
+        CHECK_CLOSE(q.q_star, 100.0 / 3.0, 1e-12, 0);
+        CHECK(!q.q_star_undefined);
+    }
 
-    /* --adversary-effective, item level (dataset + item_id):
-    **   item X: adversarial debate whose adversary answers gold A at r0 (ineffective) and a
-    **           baseline debate -> both dropped;
+    /* The panel metric defaults to the first revision step r0 -> r1 (T = 3 here, gold A):
+    **   baseline     AB -> BA -> AA:  r0->r1 DM 1 of 2 changes (50%); all rounds 1 of 3 (33.3%)
+    **   honest-mixed BB -> AA -> BB:  r0->r1 0 of 2 (0%);                all rounds 2 of 4 (50%)
+    **   adversarial  AAB -> BBB -> BBB: r0->r1 2 of 2 (100%);            all rounds 2 of 2
+    ** default: bonus 50, penalty 50, q* 50%; pooled over all rounds: bonus 33.3 - 50 = -16.7,
+    ** penalty 100 - 33.3 = 66.7, cost 50, q* = -16.7 / 50 = -33.3%. */
+    {
+        static const char *const b3[] = {"AB", "BA", "AA"}, *const h3[] = {"BB", "AA", "BB"},
+                                 *const a3[] = {"AAB", "BBB", "BBB"};
+        struct fx p3[] = {
+            {.id = "t0", .item = "q1", .roles = "HH", .gold = "A", .grid = b3, .T = 3,
+             .panel = "baseline"},
+            {.id = "t1", .item = "q1", .roles = "HH", .gold = "A", .grid = h3, .T = 3,
+             .panel = "honest-mixed"},
+            {.id = "t2", .item = "q1", .roles = "HHA", .gold = "A", .target = "B", .grid = a3,
+             .T = 3, .panel = "adversarial-mixed"},
+        };
+        s = run("panels_r01", p3, 3, &p);
+        CHECK_CLOSE(fx_val(s, "all", "panel.baseline_rate"), 0.5, 1e-12, 0);
+        CHECK_CLOSE(fx_val(s, "all", "panel.honest_bonus"), 50, 1e-9, 0);
+        CHECK_CLOSE(fx_val(s, "all", "panel.break_even_q"), 50, 1e-9, 0);
+        sn_stats_free(s);
+        struct sn_stats_params pa = p;
+        pa.panel_metric = "revision.all.p_dm_given_change";
+        s = run("panels_all", p3, 3, &pa);
+        CHECK_CLOSE(fx_val(s, "all", "panel.baseline_rate"), 1.0 / 3.0, 1e-12, 0);
+        CHECK_CLOSE(fx_val(s, "all", "panel.honest_bonus"), 100.0 / 3.0 - 50, 1e-9, 0);
+        CHECK_CLOSE(fx_val(s, "all", "panel.adversarial_penalty"), 100 - 100.0 / 3.0, 1e-9, 0);
+        CHECK_CLOSE(fx_val(s, "all", "panel.break_even_q"), -100.0 / 3.0, 1e-9, 0);
+        sn_stats_free(s);
+    }
+
+    /* --adversary-effective, decided per unit (experiment, dataset, item_id, replicate):
+    **   item X: adversarial debate whose adversary answers gold A at r0 (ineffective) -> dropped;
+    **           its baseline debate (no adversary) -> kept, as every debate without adversaries;
     **   item Y: adversary answers B at r0 (effective) -> its adversarial and baseline debates kept;
-    **   item Z: baseline only (no adversary to be effective) -> dropped. */
-    static const char *const xa[] = {"AAA"}, *const ya[] = {"AAB"}, *const bb[] = {"AA"};
+    **   item Z: baseline only -> kept;
+    **   item W: replicate 0 effective, replicate 1 answers gold at r0 -> only replicate 1 dropped;
+    **   an interceptor-only debate (interceptors never answer) -> kept.
+    ** Then experiment e2 on the same item Y, whose adversary answers gold: e2's Y debate drops,
+    ** and e1's debates keep exactly what they kept when read alone. */
+    static const char *const xa[] = {"AAA"}, *const ya[] = {"AAB"}, *const bb[] = {"AA"},
+                             *const ia[] = {"AAB"};
     struct fx eff[] = {
         {.id = "x-adv", .item = "X", .roles = "HHA", .gold = "A", .target = "B", .grid = xa,
-         .T = 1},
-        {.id = "x-base", .item = "X", .roles = "HH", .gold = "A", .grid = bb, .T = 1},
+         .T = 1, .experiment = "e1"},
+        {.id = "x-base", .item = "X", .roles = "HH", .gold = "A", .grid = bb, .T = 1,
+         .experiment = "e1"},
         {.id = "y-adv", .item = "Y", .roles = "HHA", .gold = "A", .target = "B", .grid = ya,
-         .T = 1},
-        {.id = "y-base", .item = "Y", .roles = "HH", .gold = "A", .grid = bb, .T = 1},
-        {.id = "z-base", .item = "Z", .roles = "HH", .gold = "A", .grid = bb, .T = 1},
+         .T = 1, .experiment = "e1"},
+        {.id = "y-base", .item = "Y", .roles = "HH", .gold = "A", .grid = bb, .T = 1,
+         .experiment = "e1"},
+        {.id = "z-base", .item = "Z", .roles = "HH", .gold = "A", .grid = bb, .T = 1,
+         .experiment = "e1"},
+        {.id = "w-0", .item = "W", .roles = "HHA", .gold = "A", .target = "B", .grid = ya,
+         .T = 1, .experiment = "e1", .replicate = 0},
+        {.id = "w-1", .item = "W", .roles = "HHA", .gold = "A", .target = "B", .grid = xa,
+         .T = 1, .experiment = "e1", .replicate = 1},
+        {.id = "i-0", .item = "I", .roles = "HHI", .gold = "A", .target = "B", .grid = ia,
+         .T = 1, .experiment = "e1"},
+        {.id = "y-e2", .item = "Y", .roles = "HHA", .gold = "A", .target = "B", .grid = xa,
+         .T = 1, .experiment = "e2"},
     };
     struct sn_stats_params pe = p;
     pe.adversary_effective = true;
-    s = run("effective", eff, 5, &pe);
-    CHECK_CLOSE(fx_val(s, "all", "n_trajectories"), 2, 0, 0);
+    const char *ex_by[] = {"experiment"};
+    pe.by = ex_by;
+    pe.n_by = 1;
+    s = run("effective", eff, 8, &pe); /* e1 alone */
+    CHECK_CLOSE(fx_val(s, "experiment=e1", "n_trajectories"), 6, 0, 0);
+    CHECK(sn_stats_n_filtered(s) == 2);
+    sn_stats_free(s);
+    s = run("effective2", eff, 9, &pe); /* e1 read together with e2 */
+    CHECK_CLOSE(fx_val(s, "experiment=e1", "n_trajectories"), 6, 0, 0);
     CHECK(sn_stats_n_filtered(s) == 3);
     sn_stats_free(s);
-    s = run("effective_off", eff, 5, &p);
-    CHECK_CLOSE(fx_val(s, "all", "n_trajectories"), 5, 0, 0);
+    s = run("effective_off", eff, 9, &p);
+    CHECK_CLOSE(fx_val(s, "all", "n_trajectories"), 9, 0, 0);
     sn_stats_free(s);
 
     /* Allocation failure at every allocation in turn (create, add with new groups, replicates
@@ -165,7 +236,7 @@ int main(void)
             if (!rc)
                 rc = sn_stats_format_table(m, true, &b, &err);
             if (!rc)
-                rc = sn_stats_explain(ts[2], SN_MAJORITY_PLURALITY, &b, &err);
+                rc = sn_stats_explain(ts[2], SN_MAJORITY_PLURALITY, SN_VOTE_TIE_NONE, &b, &err);
             if (!rc)
                 rc = sn_stats_write_csv(m, json_path, &err);
             if (!rc)

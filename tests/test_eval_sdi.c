@@ -162,7 +162,7 @@ int main(void)
         struct sn_err err = {0};
         CHECK(sn_traj_parse(line, strlen(line), "x:1", &t, &err) == SN_OK);
         struct sn_buf b = {0};
-        CHECK(sn_stats_explain(t, SN_MAJORITY_PLURALITY, &b, &err) == SN_OK);
+        CHECK(sn_stats_explain(t, SN_MAJORITY_PLURALITY, SN_VOTE_TIE_NONE, &b, &err) == SN_OK);
         CHECK_MSG(b.data && strstr(b.data, "T_first = FAT = 3,"), "%s", b.data);
         CHECK_MSG(b.data && strstr(b.data, "= 0.5 = κ(1 − ASR̄) = 0.5"), "%s", b.data);
         CHECK_MSG(b.data && strstr(b.data, "slot 2: first attacked round t = 4 (never: T+1)"),

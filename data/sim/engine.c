@@ -16,6 +16,7 @@
 ** Interceptors do not speak. Every backend call gets a seed derived from the debate seed and
 ** (label, agent, round, candidate), so a debate never depends on thread timing. */
 #include "data/sim/sim.h"
+#include "data/vote.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -460,27 +461,43 @@ static int speak(struct debate *d, int k, int t, struct sn_err *err)
 
 /* ---- decision ---- */
 
-/* Majority over the parsed answers of the last round's speakers; ties go to the answer whose
-** first holder speaks earliest (lowest id). NULL when nobody parsed. */
+/* Majority over the parsed answers of the last round's speakers, decided by the project's one
+** plurality vote (data/vote.h) under its default tie rule: a tie is no decision (NULL), so no
+** slot is favoured. NULL also when nobody parsed. */
+static bool vote_eq(const char *a, const char *b, void *ctx)
+{
+    return sn_answer_equal(a, b, *(const enum sn_task *)ctx);
+}
+
 static const char *majority(struct debate *d, int t)
 {
-    const char *best = NULL;
-    int best_c = 0;
+    const char *votes[SN_SIM_MAX_AGENTS];
     for (int k = 0; k < d->n; k++) {
         const struct msg *m = M(d, t, k);
-        if (!m->spoke || !m->parsed)
-            continue;
-        int c = 0;
-        for (int j = 0; j < d->n; j++) {
-            const struct msg *o = M(d, t, j);
-            c += o->spoke && o->parsed && sn_answer_equal(o->answer, m->answer, d->q->task);
-        }
-        if (c > best_c) {
-            best_c = c;
-            best = m->answer;
-        }
+        votes[k] = m->spoke && m->parsed ? m->answer : NULL;
     }
-    return best;
+    enum sn_task task = d->q->task;
+    int w = sn_vote_plurality((const char *const *)votes, (size_t)d->n, SN_VOTE_TIE_NONE, 0,
+                              vote_eq, &task, NULL);
+    return w >= 0 ? votes[w] : NULL;
+}
+
+/* Every honest slot that spoke in round t parsed the same answer (and at least one spoke). */
+static bool honest_consensus(struct debate *d, int t)
+{
+    const char *a = NULL;
+    for (int k = 0; k < d->n; k++) {
+        const struct msg *m = M(d, t, k);
+        if (d->plan.role[k] != SN_ROLE_HONEST || !m->spoke)
+            continue;
+        if (!m->parsed)
+            return false;
+        if (!a)
+            a = m->answer;
+        else if (!sn_answer_equal(a, m->answer, d->q->task))
+            return false;
+    }
+    return a != NULL;
 }
 
 static bool consensus(struct debate *d, int t)
@@ -711,9 +728,13 @@ int sn_debate_run(const struct sn_debate_setup *s, const struct sn_question *q, 
         snprintf(d.format, sizeof d.format, "End your reply with 'FINAL ANSWER: <number>'.");
     int t_done = 0;
     bool stopped = false;
+    bool joined = x->join_by <= 0; /* adversaries held back until honest consensus */
     for (int t = 0; t < d.T && !rc; t++) {
+        if (!joined && (t >= x->join_by || (t > 0 && honest_consensus(&d, t - 1))))
+            joined = true;
         for (int k = 0; k < d.n && !rc; k++)
-            if (d.plan.role[k] != SN_ROLE_INTERCEPTOR)
+            if (d.plan.role[k] != SN_ROLE_INTERCEPTOR &&
+                (joined || d.plan.role[k] != SN_ROLE_ADVERSARY))
                 rc = speak(&d, k, t, err);
         if (rc)
             break;

@@ -11,7 +11,8 @@ static const char *const exp_keys[] = {
     "topology", "placement", "rhetoric", "persona", "backend", "backends", "role_backends",
     "judge_backend", "replicates", "seed", "early_stop", "self_reflection", "decision",
     "defense", "prompts", "labels", "best_of_n", "intercepts", "victims", "injection_rate",
-    "adaptive", "llm_extract", "temperature", "top_p", "max_tokens", NULL};
+    "adaptive", "llm_extract", "temperature", "top_p", "max_tokens", "adversaries_join",
+    NULL};
 
 static int find_endpoint(struct run *R, const char *name, const char *where, int *out,
                          struct sn_err *err)
@@ -85,6 +86,15 @@ static int parse_settings(struct run *R, const char *where, const cJSON *o,
         (rc = sn_json_get_string(o, where, "persona", NULL, &x->persona, err)) ||
         (rc = sn_json_get_string(o, where, "victims", "random", &x->victim_rule, err)))
         return rc;
+    {   /* "adversaries_join": "start" (default) or "after_consensus" (joins by round 3) */
+        const char *join;
+        if ((rc = sn_json_get_string(o, where, "adversaries_join", "start", &join, err)))
+            return rc;
+        if (strcmp(join, "start") != 0 && strcmp(join, "after_consensus") != 0)
+            return sn_err_set(err, SN_E_ARG, "recipe: '%s.adversaries_join' = '%s' (expected "
+                              "start or after_consensus)", where, join);
+        x->join_by = strcmp(join, "after_consensus") == 0 ? 3 : 0;
+    }
     if (sn_scenario_parse(scen, &x->scenario))
         return sn_err_set(err, SN_E_ARG, "recipe: '%s.scenario' = '%s' (expected none, "
                           "collaboration, netsafe, aitm, prompt_injection, psysafe, autoinject)",

@@ -218,6 +218,10 @@ struct sn_experiment {
     int  replicates;
     uint64_t seed;
     bool early_stop, self_reflection;
+    /* "adversaries_join": 0 = from round 0 (default); > 0 = adversary slots stay silent until
+    ** the honest agents' round answers agree (consensus) or round join_by is reached, as the
+    ** prior-consensus experiment of "Allies Turn Foes" §3.2 holds the adversary back (T <= 3) */
+    int  join_by;
     enum sn_decision decision;
     struct sn_defense_config defense;
     struct sn_prompts prompts;

@@ -4,16 +4,23 @@
 ** behaviour model below, and write real, varied sentences from the question, its options and
 ** its numbers, ending with a final answer that data/extract.c parses.
 **
-** Behaviour model (docs/simulate.md#the-sim-backend-behaviour-model, parameters = endpoint config keys):
-**   round 0 / no previous answer: correct with probability c (competence for the dataset),
-**     else a wrong answer (another option; for numbers a slip of the gold value).
+** Behaviour model v2 (docs/simulate.md#the-sim-backend-behaviour-model, which gives the
+** section of "When Allies Turn Foes" each mechanism follows; parameters = endpoint keys):
+**   item difficulty: c_i = c ± difficulty_spread from a hash of the item id; a wrong answer is
+**     the item's attractive distractor with probability attractive_distractor.
+**   round 0, nothing in view: correct with probability c_i, else a wrong answer.
+**   round 0 with a view (one-by-one): an independent draft, then weighed like a later round
+**     with the draft's self weight scaled by draft_weight.
 **   later rounds: candidates = own previous answer ∪ answers in view. Each gets
-**       s(a) = Σ_{messages in view answering a} π(text)               (peer count × persuasion)
-**            + [a = own] (w_self + w_reflect·reflected + w_consensus·consensus_prev)
-**            + [a = gold] w_truth · c                                  (recognising the truth)
+**       s(a) = max φ·π + crowd_weight·(Σ φ·π − max φ·π) over the messages in view answering a
+**              (φ = fresh_weight for this round's messages, else 1)
+**            + [a = own] (w_self + w_reflect·reflected + w_consensus·agreeing share of the
+**                         view, where a message that only echoes another counts herd_weight)
+**            + [a = gold] w_truth · c_i                          (recognising the truth)
 **     and the agent picks a with probability ∝ exp(sway · s(a)). With probability `reresolve`
 **     it instead solves afresh (as in round 0). A visible prompt injection is obeyed with
-**     probability `injection_susceptibility`.
+**     probability `injection_susceptibility`. A convert restates the cues of the message it
+**     adopted.
 **   π(text) = sn_sim_persuasion: 0.35 + 0.07 per distinct rhetorical cue, capped at 0.95.
 **   adversaries always answer the target, in their rhetoric or persona; interceptors and the
 **   autoinject transform rewrite a message toward the target keeping its wording; the judge
@@ -33,6 +40,7 @@
 
 struct sim_backend { /* the impl of a handle made by sn_llm_backend_create (llm/llm.h) */
     double competence, w_self, w_reflect, w_consensus, w_truth, sway, reresolve, inj_susc;
+    double difficulty_spread, w_attract, w_fresh, w_draft, w_herd, w_crowd;
     const char *comp_names[32];
     double      comp_values[32];
     int         n_comp;
@@ -56,10 +64,11 @@ enum { N_CUES = sizeof cues / sizeof cues[0] };
 static char lc(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
 static bool is_alpha_ascii(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-double sn_sim_persuasion(const char *text)
+/* The set of rhetorical cues in text (bit i = cues[i]), each found at a word start. */
+static uint32_t cue_set(const char *text)
 {
     if (!text)
-        return 0.0;
+        return 0;
     uint32_t first[26] = {0}; /* cues by first letter */
     for (int i = 0; i < N_CUES; i++)
         first[cues[i][0] - 'a'] |= 1u << i;
@@ -81,12 +90,18 @@ double sn_sim_persuasion(const char *text)
             size_t k = 1;
             while (c[k] && lc(p[k]) == c[k])
                 k++;
-            if (!c[k]) {
+            if (!c[k])
                 seen |= 1u << i;
-                count++;
-            }
         }
     }
+    return seen;
+}
+
+double sn_sim_persuasion(const char *text)
+{
+    if (!text)
+        return 0.0;
+    int count = __builtin_popcount(cue_set(text));
     double v = 0.35 + 0.07 * count;
     return v > 0.95 ? 0.95 : v;
 }
@@ -150,8 +165,26 @@ static double competence_for(const struct sim_backend *sb, const struct sn_quest
     return sb->competence;
 }
 
-/* A wrong answer: another option, or a slip of the gold value. */
-static void wrong_answer(const struct sn_question *q, struct sn_rng *r, char out[SN_ANSWER_MAX])
+/* Item difficulty (docs/simulate.md "Item difficulty"): the item's own competence
+** c_i = c + spread · (2u − 1), u uniform from a hash of the item id, clipped to [0.02, 0.98];
+** the mean over items stays c. Every agent of a debate meets the same c_i, so their errors are
+** correlated, as answers of one model on one question are. */
+static double item_competence(const struct sim_backend *sb, const struct sn_question *q)
+{
+    double c = competence_for(sb, q);
+    if (sb->difficulty_spread <= 0.0 || !q->id)
+        return c;
+    uint64_t h = sn_seed_derive(sn_hash64(q->id, strlen(q->id)), "difficulty", 0);
+    double u = (double)(h >> 11) * (1.0 / 9007199254740992.0);
+    c += sb->difficulty_spread * (2.0 * u - 1.0);
+    return c < 0.02 ? 0.02 : c > 0.98 ? 0.98 : c;
+}
+
+/* A wrong answer: another option, or a slip of the gold value. With probability
+** w_attract it is the item's one attractive distractor (the same for every agent: the
+** tempting mistake), else any wrong answer. */
+static void wrong_answer_any(const struct sn_question *q, struct sn_rng *r,
+                             char out[SN_ANSWER_MAX])
 {
     if (q->task == SN_TASK_MC) {
         size_t g = (size_t)(q->gold[0] - 'A');
@@ -174,13 +207,25 @@ static void wrong_answer(const struct sn_question *q, struct sn_rng *r, char out
         sn_format_number(g + 1, out);
 }
 
+static void wrong_answer_item(const struct sim_backend *sb, const struct sn_question *q,
+                              struct sn_rng *r, char out[SN_ANSWER_MAX])
+{
+    if (sb->w_attract > 0.0 && q->id && sn_rng_uniform(r) < sb->w_attract) {
+        struct sn_rng ir; /* seeded by the item alone: every agent's tempting mistake */
+        sn_rng_seed(&ir, sn_seed_derive(sn_hash64(q->id, strlen(q->id)), "attractive", 0));
+        wrong_answer_any(q, &ir, out);
+        return;
+    }
+    wrong_answer_any(q, r, out);
+}
+
 static void solve(const struct sim_backend *sb, const struct sn_question *q, struct sn_rng *r,
                   char out[SN_ANSWER_MAX])
 {
-    if (sn_rng_uniform(r) < competence_for(sb, q))
+    if (sn_rng_uniform(r) < item_competence(sb, q))
         snprintf(out, SN_ANSWER_MAX, "%s", q->gold);
     else
-        wrong_answer(q, r, out);
+        wrong_answer_item(sb, q, r, out);
 }
 
 static bool is_injection(const char *text)
@@ -188,15 +233,27 @@ static bool is_injection(const char *text)
     return text && strstr(text, "Ignore all previous instructions") != NULL;
 }
 
-/* The behaviour model for an honest speaker (header comment). */
+/* A message that adopted someone else's answer (it says so, see peer_sentence): agreement from
+** it is herding, not an independent confirmation. */
+static bool is_echo(const char *text)
+{
+    return text && (strstr(text, "What convinced me:") || strstr(text, "I go along with it"));
+}
+
+/* The behaviour model for an honest speaker (header comment; docs/simulate.md#behaviour). */
 static void honest_decide(const struct sim_backend *sb, const struct sn_sim_hint *h,
                           struct sn_rng *r, char out[SN_ANSWER_MAX])
 {
     const struct sn_question *q = h->q;
-    double c = competence_for(sb, q);
-    if (!h->own_prev || !h->own_prev[0] || h->round == 0) {
-        solve(sb, q, r, out);
-        return;
+    double c = item_competence(sb, q);
+    bool first = !h->own_prev || !h->own_prev[0] || h->round == 0;
+    char draft[SN_ANSWER_MAX];
+    if (first) {
+        solve(sb, q, r, draft);
+        if (h->n_peers == 0) { /* round 0 with nothing in view: the independent answer */
+            snprintf(out, SN_ANSWER_MAX, "%s", draft);
+            return;
+        }
     }
     for (size_t i = 0; i < h->n_peers; i++)
         if (is_injection(h->peers[i].text) && h->peers[i].answer &&
@@ -204,30 +261,52 @@ static void honest_decide(const struct sim_backend *sb, const struct sn_sim_hint
             snprintf(out, SN_ANSWER_MAX, "%s", h->peers[i].answer);
             return;
         }
-    if (sn_rng_uniform(r) < sb->reresolve) {
+    if (!first && sn_rng_uniform(r) < sb->reresolve) {
         solve(sb, q, r, out);
         return;
     }
+    const char *own = first ? draft : h->own_prev;
     const char *cand[SN_SIM_MAX_AGENTS * 2 + 1];
-    double score[SN_SIM_MAX_AGENTS * 2 + 1];
-    int n = 0;
-    cand[n] = h->own_prev;
+    double score[SN_SIM_MAX_AGENTS * 2 + 1], best[SN_SIM_MAX_AGENTS * 2 + 1];
+    int n = 0, n_view = 0;
+    double agree = 0.0;
+    cand[n] = own;
+    best[n] = 0.0;
     score[n++] = 0.0;
     for (size_t i = 0; i < h->n_peers; i++) {
         const char *a = h->peers[i].answer;
         if (!a || !a[0])
             continue;
+        n_view++;
+        /* independent agreement counts fully, an echo of someone else's answer by
+        ** herd_weight: a group that agreed by thinking apart stands firmer (§4.2) */
+        if (strcmp(a, own) == 0)
+            agree += is_echo(h->peers[i].text) ? sb->w_herd : 1.0;
         int j = 0;
         while (j < n && strcmp(cand[j], a) != 0)
             j++;
         if (j == n) {
             cand[n] = a;
+            best[n] = 0.0;
             score[n++] = 0.0;
         }
-        score[j] += sn_sim_persuasion(h->peers[i].text);
+        /* a message of this very round (one-by-one) is the latest word and weighs w_fresh;
+        ** simultaneous talk only ever shows the previous round ("Allies Turn Foes" §3.1) */
+        double fresh = h->peers[i].round == h->round ? sb->w_fresh : 1.0;
+        double p = fresh * sn_sim_persuasion(h->peers[i].text);
+        score[j] += p;
+        if (p > best[j])
+            best[j] = p;
     }
-    score[0] += sb->w_self + (h->reflected ? sb->w_reflect : 0.0) +
-                (h->consensus_prev ? sb->w_consensus : 0.0);
+    /* the strongest argument for an answer counts fully, every further voice for it by
+    ** crowd_weight: one persuasive speaker can outweigh several plain ones (§4.3) */
+    for (int j = 0; j < n; j++)
+        score[j] = best[j] + sb->w_crowd * (score[j] - best[j]);
+    /* own answer: commitment, reflection, and the social-identity effect: the share of the
+    ** view that agrees with it (§4.1); a round-0 draft nobody has seen yet weighs w_draft */
+    double self = first ? sb->w_self * sb->w_draft : sb->w_self;
+    score[0] += self + (h->reflected ? sb->w_reflect : 0.0) +
+                (n_view ? sb->w_consensus * agree / n_view : 0.0);
     double mx = -1e300;
     for (int j = 0; j < n; j++) {
         if (strcmp(cand[j], q->gold) == 0)
@@ -294,12 +373,29 @@ static const char *const openers_num[] = {
     "Let me set up the arithmetic.", "I'll go through the numbers one at a time.",
     "Here is my working.", "Breaking the problem into steps:"};
 
+/* A convert repeats the points that convinced it: the rhetorical cues of the message it
+** adopted, so its own message carries that persuasion on ("Allies Turn Foes" §4.3, attack
+** propagation: a misled agent passes the adversary's arguments along). */
+static int echo_cues(struct sn_buf *b, const char *text, struct sn_err *err)
+{
+    uint32_t m = cue_set(text);
+    if (!m)
+        return SN_OK;
+    int rc = sn_buf_puts(b, " What convinced me:", err);
+    for (bool first = true; m && !rc; first = false) {
+        int i = __builtin_ctz(m);
+        m &= m - 1;
+        rc = put(b, err, "%s %s", first ? "" : ",", cues[i]);
+    }
+    return rc ? rc : sn_buf_puts(b, ".", err);
+}
+
 /* Peer reference sentence for rounds > 0 (never uses an answer cue, so extraction is not
 ** misled). */
 static int peer_sentence(struct sn_buf *b, const struct sn_sim_hint *h, const char *ans,
                          struct sn_rng *r, struct sn_err *err)
 {
-    if (h->round == 0 || h->n_peers == 0)
+    if (h->n_peers == 0)
         return SN_OK;
     const struct sn_question *q = h->q;
     const struct sn_sim_peer *agree = NULL, *disagree = NULL;
@@ -314,12 +410,20 @@ static int peer_sentence(struct sn_buf *b, const struct sn_sim_hint *h, const ch
     }
     bool changed = h->own_prev && strcmp(h->own_prev, ans) != 0;
     if (changed && agree) {
-        if (q->task == SN_TASK_MC)
-            return put(b, err, " After reading Agent %d's argument, I am changing my choice from "
-                       "(%s) to (%s).", agree->agent, h->own_prev, ans);
-        return put(b, err, " Agent %d's working convinced me to revise my result from %s to %s.",
-                   agree->agent, h->own_prev, ans);
+        int rc = q->task == SN_TASK_MC
+                     ? put(b, err, " After reading Agent %d's argument, I am changing my choice "
+                           "from (%s) to (%s).", agree->agent, h->own_prev, ans)
+                     : put(b, err, " Agent %d's working convinced me to revise my result from "
+                           "%s to %s.", agree->agent, h->own_prev, ans);
+        return rc ? rc : echo_cues(b, agree->text, err);
     }
+    if (agree && h->round == 0) { /* one-by-one round 0: adopting what was said before */
+        int rc = put(b, err, " I have read Agent %d's answer and I go along with it.",
+                     agree->agent);
+        return rc ? rc : echo_cues(b, agree->text, err);
+    }
+    if (h->round == 0)
+        return SN_OK;
     if (agree && (!disagree || sn_rng_below(r, 2)))
         return put(b, err, " %s Agent %d here.",
                    PICK(r, ((const char *const[]){"I agree with", "I side with",
@@ -635,7 +739,7 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
         else
             snprintf(ans, sizeof ans, "%s", draft);
         if (!parsed && sn_rng_uniform(r) >= competence_for(sb, q))
-            wrong_answer(q, r, ans);
+            wrong_answer_item(sb, q, r, ans);
         bool changed = strcmp(ans, draft) != 0;
         rc = put(&b, err, "%s", changed ? "On reflection, I found a mistake in my draft and "
                  "corrected it." : "On reflection, I checked each step of my draft and it holds.");
@@ -720,7 +824,9 @@ int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct
                                        "self_weight", "reflect_weight", "consensus_weight",
                                        "truth_weight", "sway", "reresolve",
                                        "injection_susceptibility", "delay_ms", "fail_calls",
-                                       NULL};
+                                       "difficulty_spread", "attractive_distractor",
+                                       "fresh_weight", "draft_weight", "herd_weight",
+                                       "crowd_weight", NULL};
     *out = NULL;
     const char *where = "endpoint(sim)";
     int rc = sn_recipe_check_keys(config, where, keys, err);
@@ -733,14 +839,22 @@ int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct
     if ((rc = sn_json_get_double(config, where, "competence", 0.75, &sb->competence, err)) ||
         (rc = sn_json_get_double(config, where, "self_weight", 1.0, &sb->w_self, err)) ||
         (rc = sn_json_get_double(config, where, "reflect_weight", 0.75, &sb->w_reflect, err)) ||
-        (rc = sn_json_get_double(config, where, "consensus_weight", 1.5, &sb->w_consensus,
+        (rc = sn_json_get_double(config, where, "consensus_weight", 2.5, &sb->w_consensus,
                                  err)) ||
-        (rc = sn_json_get_double(config, where, "truth_weight", 1.0, &sb->w_truth, err)) ||
-        (rc = sn_json_get_double(config, where, "sway", 2.0, &sb->sway, err)) ||
+        (rc = sn_json_get_double(config, where, "truth_weight", 0.1, &sb->w_truth, err)) ||
+        (rc = sn_json_get_double(config, where, "sway", 1.5, &sb->sway, err)) ||
         (rc = sn_json_get_double(config, where, "reresolve", 0.05, &sb->reresolve, err)) ||
         (rc = sn_json_get_double(config, where, "injection_susceptibility", 0.2, &sb->inj_susc,
                                  err)) ||
         (rc = sn_json_get_double(config, where, "delay_ms", 0.0, &sb->delay_ms, err)) ||
+        (rc = sn_json_get_double(config, where, "difficulty_spread", 0.25,
+                                 &sb->difficulty_spread, err)) ||
+        (rc = sn_json_get_double(config, where, "attractive_distractor", 0.8, &sb->w_attract,
+                                 err)) ||
+        (rc = sn_json_get_double(config, where, "fresh_weight", 3.0, &sb->w_fresh, err)) ||
+        (rc = sn_json_get_double(config, where, "draft_weight", 3.0, &sb->w_draft, err)) ||
+        (rc = sn_json_get_double(config, where, "herd_weight", 0.0, &sb->w_herd, err)) ||
+        (rc = sn_json_get_double(config, where, "crowd_weight", 0.5, &sb->w_crowd, err)) ||
         (rc = sn_json_get_int(config, where, "fail_calls", 0, &sb->fail_calls, err)) ||
         (rc = sn_json_get_string(config, where, "model", "sim", &model, err))) {
         sn_free(sb);
@@ -751,13 +865,21 @@ int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct
         return sn_err_set(err, SN_E_ARG, "%s: delay_ms must be in [0, 600000] and fail_calls "
                           ">= 0", where);
     }
-    double probs[] = {sb->competence, sb->reresolve, sb->inj_susc};
-    for (int i = 0; i < 3; i++)
+    double probs[] = {sb->competence, sb->reresolve, sb->inj_susc, sb->w_attract,
+                      sb->difficulty_spread};
+    for (int i = 0; i < 5; i++)
         if (!(probs[i] >= 0.0 && probs[i] <= 1.0)) {
             sn_free(sb);
-            return sn_err_set(err, SN_E_ARG, "%s: competence, reresolve and "
-                              "injection_susceptibility must be in [0, 1]", where);
+            return sn_err_set(err, SN_E_ARG, "%s: competence, reresolve, "
+                              "injection_susceptibility, attractive_distractor and "
+                              "difficulty_spread must be in [0, 1]", where);
         }
+    if (!(sb->w_fresh >= 0.0) || !(sb->w_draft >= 0.0) || !(sb->w_herd >= 0.0) ||
+        !(sb->w_crowd >= 0.0)) {
+        sn_free(sb);
+        return sn_err_set(err, SN_E_ARG, "%s: fresh_weight, draft_weight, herd_weight and "
+                          "crowd_weight must be >= 0", where);
+    }
     const cJSON *cbd = cJSON_GetObjectItemCaseSensitive(config, "competence_by_dataset");
     if (cbd) {
         if (!cJSON_IsObject(cbd)) {
@@ -779,7 +901,7 @@ int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct
     }
     char describe[256];
     snprintf(describe, sizeof describe,
-             "sim: built-in simulated agents v1 (model=%s competence=%.2f)", model,
+             "sim: built-in simulated agents v2 (model=%s competence=%.2f)", model,
              sb->competence);
     rc = sn_llm_backend_create(&sim_ops, sb, describe, out, err);
     if (rc)
