@@ -203,14 +203,16 @@ static void spoil_attr(const char *path, const char *name, const char *value)
 {
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     H5Adelete(f, name);
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, H5T_VARIABLE);
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    H5Awrite(a, t, &value);
-    H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
+    if (value) { /* NULL: the attribute is only removed */
+        hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, H5T_VARIABLE);
+        hid_t sp = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(a, t, &value);
+        H5Aclose(a);
+        H5Sclose(sp);
+        H5Tclose(t);
+    }
     H5Fclose(f);
 }
 
@@ -250,6 +252,15 @@ static void test_refusals(const char *dir)
     CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
     spoil_attr(bad, "schema", "sentinel.tuples/99");
     expect_refused(bad, NULL, "foreign schema 'sentinel.tuples/99'");
+    CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
+    spoil_attr(bad, "schema", NULL);
+    expect_refused(bad, NULL, "attribute 'schema' is missing; not a sentinel shard?");
+    CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
+    spoil_attr(bad, "max_len", "41");
+    expect_refused(bad, NULL, "attribute 'max_len': expected one integer");
+    CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
+    spoil_attr(bad, "max_len", NULL);
+    expect_refused(bad, NULL, "attribute 'max_len' is missing");
 
     CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
     spoil_i64(bad, "offsets/rejected", 5, 1000000);
