@@ -249,18 +249,20 @@ static void test_refusals(const char *dir)
     expect_refused(good, &rp, "max_len 41 exceeds");
 
     snprintf(bad, sizeof bad, "%s/bad.h5", dir);
-    CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
-    spoil_attr(bad, "schema", "sentinel.tuples/99");
-    expect_refused(bad, NULL, "foreign schema 'sentinel.tuples/99'");
-    CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
-    spoil_attr(bad, "schema", NULL);
-    expect_refused(bad, NULL, "attribute 'schema' is missing; not a sentinel shard?");
-    CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
-    spoil_attr(bad, "max_len", "41");
-    expect_refused(bad, NULL, "attribute 'max_len': expected one integer");
-    CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
-    spoil_attr(bad, "max_len", NULL);
-    expect_refused(bad, NULL, "attribute 'max_len' is missing");
+    /* root attributes spoiled (value NULL: removed) */
+    static const struct {
+        const char *attr, *value, *expect;
+    } attrs[] = {
+        {"schema", "sentinel.tuples/99", "foreign schema 'sentinel.tuples/99'"},
+        {"schema", NULL, "attribute 'schema' is missing; not a sentinel shard?"},
+        {"max_len", "41", "attribute 'max_len': expected one integer"},
+        {"max_len", NULL, "attribute 'max_len' is missing"},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
+        spoil_attr(bad, attrs[i].attr, attrs[i].value);
+        expect_refused(bad, NULL, attrs[i].expect);
+    }
 
     CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
     spoil_i64(bad, "offsets/rejected", 5, 1000000);
