@@ -138,6 +138,24 @@ static int answer_index(const cJSON *v, int base, size_t n_options)
 
 /* ---- per-format item parsers (JSON object -> item) ---- */
 
+/* The strings of the array arr (the item's field key; NULL: none) into opts[0..*n), borrowed
+** from arr. */
+static int option_strings(const struct item_ctx *c, const cJSON *arr, const char *key,
+                          char **opts, size_t *n, struct sn_err *err)
+{
+    const cJSON *ch;
+    *n = 0;
+    cJSON_ArrayForEach(ch, arr)
+    {
+        if (*n == SN_OPTIONS_MAX || !cJSON_IsString(ch))
+            return sn_err_set(err, SN_E_FORMAT, "%s:%llu: '%s' must be a list of at most %d "
+                              "strings", c->path, (unsigned long long)c->line, key,
+                              SN_OPTIONS_MAX);
+        opts[(*n)++] = ch->valuestring;
+    }
+    return SN_OK;
+}
+
 static int mmlu_json(struct item_ctx *c, const cJSON *o, const char *file_subject,
                      struct sn_err *err)
 {
@@ -148,15 +166,9 @@ static int mmlu_json(struct item_ctx *c, const cJSON *o, const char *file_subjec
     char *opts[SN_OPTIONS_MAX];
     size_t n = 0;
     if (cJSON_IsArray(choices)) {
-        const cJSON *ch;
-        cJSON_ArrayForEach(ch, choices)
-        {
-            if (n == SN_OPTIONS_MAX || !cJSON_IsString(ch))
-                return sn_err_set(err, SN_E_FORMAT, "%s:%llu: 'choices' must be a list of at "
-                                  "most %d strings", c->path, (unsigned long long)c->line,
-                                  SN_OPTIONS_MAX);
-            opts[n++] = ch->valuestring;
-        }
+        int rc = option_strings(c, choices, "choices", opts, &n, err);
+        if (rc)
+            return rc;
     } else {
         const char *L[] = {"A", "B", "C", "D"};
         for (size_t i = 0; i < 4; i++) {
@@ -385,15 +397,9 @@ static int neutral_json(struct item_ctx *c, const cJSON *o, struct sn_err *err)
     if (options && !cJSON_IsArray(options))
         return sn_err_set(err, SN_E_FORMAT, "%s:%llu: 'options' must be a list of strings",
                           c->path, (unsigned long long)c->line);
-    const cJSON *ch;
-    cJSON_ArrayForEach(ch, options)
-    {
-        if (n == SN_OPTIONS_MAX || !cJSON_IsString(ch))
-            return sn_err_set(err, SN_E_FORMAT, "%s:%llu: 'options' must be a list of at most "
-                              "%d strings", c->path, (unsigned long long)c->line,
-                              SN_OPTIONS_MAX);
-        opts[n++] = ch->valuestring;
-    }
+    int rc = option_strings(c, options, "options", opts, &n, err);
+    if (rc)
+        return rc;
     enum sn_task task = n ? SN_TASK_MC : SN_TASK_NUMERIC;
     if (task_s) {
         if (strcmp(task_s, "mc") == 0)

@@ -52,6 +52,21 @@ void sn_format_number(double v, char out[SN_ANSWER_MAX])
     snprintf(out, SN_ANSWER_MAX, "%.10g", v);
 }
 
+static bool scan_number(const char *s, size_t i, double *v, size_t *end);
+
+/* Spaces, a number (scan_number), spaces, from s[i]: the number in *v, in *end the index after
+** the trailing spaces. */
+static bool scan_padded(const char *s, size_t i, double *v, size_t *end)
+{
+    while (s[i] == ' ')
+        i++;
+    if (!scan_number(s, i, v, end))
+        return false;
+    while (s[*end] == ' ')
+        (*end)++;
+    return true;
+}
+
 /* Parses one number token starting exactly at s[i]: [sign][$ or \$](digits[,ddd]*[.digits] |
 ** .digits)[/digits][% or \%], or \frac{a}{b} (also \dfrac, \tfrac). On success *v and *end
 ** (index one past the token) are set. Digits separated by a comma count as thousands only in
@@ -85,23 +100,9 @@ static bool scan_number(const char *s, size_t i, double *v, size_t *end)
         if (strncmp(s + p, fr[f], fl) == 0) {
             double a, b;
             size_t e1, e2;
-            size_t q = p + fl;
-            while (s[q] == ' ')
-                q++;
-            if (!scan_number(s, q, &a, &e1))
+            if (!scan_padded(s, p + fl, &a, &e1) || s[e1] != '}' || s[e1 + 1] != '{')
                 return false;
-            while (s[e1] == ' ')
-                e1++;
-            if (s[e1] != '}' || s[e1 + 1] != '{')
-                return false;
-            q = e1 + 2;
-            while (s[q] == ' ')
-                q++;
-            if (!scan_number(s, q, &b, &e2))
-                return false;
-            while (s[e2] == ' ')
-                e2++;
-            if (s[e2] != '}' || b == 0.0)
+            if (!scan_padded(s, e1 + 2, &b, &e2) || s[e2] != '}' || b == 0.0)
                 return false;
             *v = sign * a / b;
             if (!isfinite(*v))

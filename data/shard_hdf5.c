@@ -126,57 +126,29 @@ int sn_h5_attr_write_i64(hid_t obj, const char *name, int64_t v, const char *pat
     return attr_write(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v, path, err);
 }
 
-/* Reads a scalar string attribute (variable or fixed length) into a new string. */
-int sn_h5_attr_read_str(hid_t obj, const char *name, char **out, const char *path,
-                        struct sn_err *err)
+/* Reads the value of the attribute a (type t) into out. */
+typedef int (*attr_reader)(hid_t a, hid_t t, void *out, const char *path, const char *name,
+                           struct sn_err *err);
+
+/* Opens the attribute name of obj, checks that it holds one value of class cls (else "expected
+** one <what>") and reads it with read. missing: the tail of the message when it is absent. */
+static int attr_read_one(hid_t obj, const char *name, H5T_class_t cls, const char *what,
+                         const char *missing, attr_reader read, void *out, const char *path,
+                         struct sn_err *err)
 {
-    *out = NULL;
     if (H5Aexists(obj, name) <= 0)
-        return sn_err_set(err, SN_E_FORMAT, "%s: attribute '%s' is missing; not a sentinel "
-                          "shard?", path, name);
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), t = -1, sp = -1, mt = -1;
-    int rc = SN_OK;
+        return sn_err_set(err, SN_E_FORMAT, "%s: attribute '%s' is missing%s", path, name,
+                          missing);
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     if (a < 0)
         return sn_h5_fail(err, path, name);
-    t = H5Aget_type(a);
-    sp = H5Aget_space(a);
-    if (t < 0 || sp < 0 || H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
-        rc = sn_err_set(err, SN_E_FORMAT, "%s: attribute '%s': expected one string", path, name);
-        goto done;
-    }
-    if (H5Tis_variable_str(t) > 0) {
-        char *s = NULL;
-        mt = sn_h5_vlen_str_type();
-        if (mt < 0 || H5Aread(a, mt, &s) < 0 || !s) {
-            rc = sn_h5_fail(err, path, name);
-            goto done;
-        }
-        *out = sn_strdup(s);
-        H5free_memory(s);
-    } else {
-        size_t n = H5Tget_size(t);
-        if (n == 0 || n > (1u << 20)) {
-            rc = sn_err_set(err, SN_E_FORMAT, "%s: attribute '%s': bad string size %zu", path,
-                            name, n);
-            goto done;
-        }
-        char *s = sn_calloc(1, n + 1);
-        if (!s) {
-            rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
-            goto done;
-        }
-        if (H5Aread(a, t, s) < 0) {
-            sn_free(s);
-            rc = sn_h5_fail(err, path, name);
-            goto done;
-        }
-        *out = s;
-    }
-    if (!*out && !rc)
-        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
-done:
-    if (mt >= 0)
-        H5Tclose(mt);
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    int rc;
+    if (t < 0 || sp < 0 || H5Tget_class(t) != cls || H5Sget_simple_extent_npoints(sp) != 1)
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: attribute '%s': expected one %s", path, name,
+                        what);
+    else
+        rc = read(a, t, out, path, name, err);
     if (sp >= 0)
         H5Sclose(sp);
     if (t >= 0)
@@ -185,28 +157,61 @@ done:
     return rc;
 }
 
+/* A string (variable or fixed length) into a new string at *(char **)out. */
+static int read_str_value(hid_t a, hid_t t, void *out, const char *path, const char *name,
+                          struct sn_err *err)
+{
+    char *s = NULL;
+    if (H5Tis_variable_str(t) > 0) {
+        hid_t mt = sn_h5_vlen_str_type();
+        int rc = mt < 0 || H5Aread(a, mt, &s) < 0 || !s ? sn_h5_fail(err, path, name) : SN_OK;
+        if (!rc) {
+            char *copy = sn_strdup(s);
+            H5free_memory(s);
+            s = copy;
+        }
+        if (mt >= 0)
+            H5Tclose(mt);
+        if (rc)
+            return rc;
+    } else {
+        size_t n = H5Tget_size(t);
+        if (n == 0 || n > (1u << 20))
+            return sn_err_set(err, SN_E_FORMAT, "%s: attribute '%s': bad string size %zu", path,
+                              name, n);
+        s = sn_calloc(1, n + 1);
+        if (s && H5Aread(a, t, s) < 0) {
+            sn_free(s);
+            return sn_h5_fail(err, path, name);
+        }
+    }
+    if (!s)
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+    *(char **)out = s;
+    return SN_OK;
+}
+
+/* An integer into *(int64_t *)out. */
+static int read_i64_value(hid_t a, hid_t t, void *out, const char *path, const char *name,
+                          struct sn_err *err)
+{
+    (void)t;
+    return H5Aread(a, H5T_NATIVE_INT64, out) < 0 ? sn_h5_fail(err, path, name) : SN_OK;
+}
+
+/* Reads a scalar string attribute (variable or fixed length) into a new string. */
+int sn_h5_attr_read_str(hid_t obj, const char *name, char **out, const char *path,
+                        struct sn_err *err)
+{
+    *out = NULL;
+    return attr_read_one(obj, name, H5T_STRING, "string", "; not a sentinel shard?",
+                         read_str_value, out, path, err);
+}
+
 int sn_h5_attr_read_i64(hid_t obj, const char *name, int64_t *out, const char *path,
                         struct sn_err *err)
 {
-    if (H5Aexists(obj, name) <= 0)
-        return sn_err_set(err, SN_E_FORMAT, "%s: attribute '%s' is missing", path, name);
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), t = -1, sp = -1;
-    int rc = SN_OK;
-    if (a < 0)
-        return sn_h5_fail(err, path, name);
-    t = H5Aget_type(a);
-    sp = H5Aget_space(a);
-    if (t < 0 || sp < 0 || H5Tget_class(t) != H5T_INTEGER ||
-        H5Sget_simple_extent_npoints(sp) != 1)
-        rc = sn_err_set(err, SN_E_FORMAT, "%s: attribute '%s': expected one integer", path, name);
-    else if (H5Aread(a, H5T_NATIVE_INT64, out) < 0)
-        rc = sn_h5_fail(err, path, name);
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (t >= 0)
-        H5Tclose(t);
-    H5Aclose(a);
-    return rc;
+    return attr_read_one(obj, name, H5T_INTEGER, "integer", "", read_i64_value, out, path, err);
 }
 
 /* Creates a 1-D chunked, shuffled, deflated dataset of n elements and writes buf. */

@@ -1,20 +1,23 @@
 # tests/layout.cmake: each library links only its real dependencies (docs/design.md §3,
 # docs/modules.txt; the libraries are declared in CMakeLists.txt by sn_module). A program linked
 # against one library alone must not load or name the libraries that library may not need.
+
+# sn_link_check(TEST PROGRAM SOURCE LIBRARY FORBIDDEN): SOURCE linked against LIBRARY alone
+# (as PROGRAM) must not load or name a library matching the regular expression FORBIDDEN.
+function(sn_link_check test program source library forbidden)
+  add_executable(${program} ${CMAKE_CURRENT_SOURCE_DIR}/link/${source})
+  target_link_libraries(${program} PRIVATE ${library})
+  add_test(NAME ${test}
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh
+                   $<TARGET_FILE:${program}> "${forbidden}"
+                   ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${program}.dir/link.txt)
+endfunction()
 # The group metrics (eval/): trajectories through data_core, no libcurl, HDF5 or libtorch.
-add_executable(link_eval_groups ${CMAKE_CURRENT_SOURCE_DIR}/link/eval_groups.c)
-target_link_libraries(link_eval_groups PRIVATE sn_eval)
-add_test(NAME layout_eval_links_without_curl_hdf5_torch
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh
-                 $<TARGET_FILE:link_eval_groups> "(lib|-l)(curl|hdf5|torch|c10|gloo)"
-                 ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/link_eval_groups.dir/link.txt)
+sn_link_check(layout_eval_links_without_curl_hdf5_torch link_eval_groups eval_groups.c sn_eval
+              "(lib|-l)(curl|hdf5|torch|c10|gloo)")
 # The OpenAI client (llm/): common and libcurl, no HDF5, tokenizer or libtorch.
-add_executable(link_llm ${CMAKE_CURRENT_SOURCE_DIR}/link/llm_open.c)
-target_link_libraries(link_llm PRIVATE sn_llm)
-add_test(NAME layout_llm_links_without_hdf5_torch
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh
-                 $<TARGET_FILE:link_llm> "(lib|-l)(hdf5|torch|c10|gloo|pcre2|utf8proc)"
-                 ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/link_llm.dir/link.txt)
+sn_link_check(layout_llm_links_without_hdf5_torch link_llm llm_open.c sn_llm
+              "(lib|-l)(hdf5|torch|c10|gloo|pcre2|utf8proc)")
 
 # Every #include and every sn_module(... DEPS ...) follows the module table (docs/modules.txt);
 # no C++ outside aten/. README.md, docs/ and source comments cite only files and sections that

@@ -370,7 +370,7 @@ static void test_forward_swiglu(enum sn_dtype dt)
 /* ---- (b) gradients ----------------------------------------------------------------------- */
 
 /* f(p) for the FD check and the composed comparison. */
-typedef struct sn_tensor *(*forward_fn)(struct sn_tensor *const *p, void *ctx);
+typedef sn_test_forward_fn forward_fn;
 
 /* L = sum(f(p) * R); R made on the first call with f's shape and kept in *R. Returns a
 ** handle the caller frees (not kept: the FD loop calls this thousands of times). */
@@ -394,19 +394,6 @@ static struct sn_tensor *loss_of(forward_fn f, struct sn_tensor *const *p, void 
     return l;
 }
 
-static double loss_value(forward_fn f, struct sn_tensor *const *p, void *ctx,
-                         struct sn_tensor **R)
-{
-    bool g = sn_aten_no_grad_enter();
-    struct sn_tensor *l = loss_of(f, p, ctx, R);
-    double v = NAN;
-    if (l)
-        OK(sn_aten_item_f64(l, &v, &E));
-    sn_tensor_free(l);
-    sn_aten_no_grad_exit(g);
-    return v;
-}
-
 /* The gradients of p[0..n) (those requiring grad) from backprop through f; grads[i] stays
 ** NULL for the others. The handles are kept. */
 static void grads_of(forward_fn f, struct sn_tensor *const *p, int n, void *ctx,
@@ -423,40 +410,19 @@ static void grads_of(forward_fn f, struct sn_tensor *const *p, int n, void *ctx,
         grads[i] = sn_aten_requires_grad(p[i]) ? grad_of(p[i]) : NULL;
 }
 
-/* loss_value as an sn_test_loss_fn for sn_test_fd_compare */
-struct fd_args {
-    forward_fn               f;
-    struct sn_tensor *const *p;
-    void                    *ctx;
-    struct sn_tensor       **R;
-};
-static double fd_loss(void *v)
-{
-    struct fd_args *a = v;
-    return loss_value(a->f, a->p, a->ctx, a->R);
-}
-
 /* Gradient of every f64 leaf in p[0..n) vs central differences. */
 static void fd_check(const char *what, forward_fn f, struct sn_tensor *const *p, int n,
                      void *ctx)
 {
     struct sn_tensor *R = NULL, *an_g[4] = {NULL};
     grads_of(f, p, n, ctx, &R, an_g);
-    struct fd_args args = {f, p, ctx, &R};
+    struct sn_test_fd_args args = {loss_of, f, p, ctx, &R};
     double worst = 0;
     int bad = 0;
     for (int i = 0; i < n; i++) {
         CHECK_MSG(an_g[i] != NULL, "%s: param %d has no grad", what, i);
-        if (!an_g[i])
-            continue;
-        size_t ne = (size_t)sn_tensor_numel(p[i]);
-        double *an = malloc(ne * sizeof *an);
-        OK(sn_aten_to_host(an_g[i], an, SN_DTYPE_F64, ne, &E));
-        double *x = sn_tensor_data_ptr(p[i]); /* contiguous f64 CPU leaf */
-        CHECK(x != NULL && sn_tensor_dtype(p[i]) == SN_DTYPE_F64);
-        if (x)
-            bad += sn_test_fd_compare(what, i, p[i], an, fd_loss, &args, &worst);
-        free(an);
+        if (an_g[i])
+            bad += sn_test_fd_check_grad(what, i, p[i], an_g[i], sn_test_fd_loss, &args, &worst);
     }
     CHECK_MSG(bad == 0, "%s: %d gradient elements off", what, bad);
     fprintf(stderr, "fd   %-40s worst error / tolerance = %.3g\n", what, worst);

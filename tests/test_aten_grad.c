@@ -23,7 +23,7 @@ static struct sn_tensor *param(const int64_t *shape, int nd)
 }
 
 /* A loss function: builds f(p) from the params, returns a NEW tensor of any shape. */
-typedef struct sn_tensor *(*forward_fn)(struct sn_tensor *const *p, void *ctx);
+typedef sn_test_forward_fn forward_fn;
 
 /* L = sum(f(p) * R); R created on the first call (shape of f) and kept in *R. */
 static struct sn_tensor *loss_of(forward_fn f, struct sn_tensor *const *p, void *ctx,
@@ -44,32 +44,6 @@ static struct sn_tensor *loss_of(forward_fn f, struct sn_tensor *const *p, void 
     return l;
 }
 
-static double loss_value(forward_fn f, struct sn_tensor *const *p, void *ctx,
-                         struct sn_tensor **R)
-{
-    bool g = sn_aten_no_grad_enter();
-    struct sn_tensor *l = loss_of(f, p, ctx, R);
-    double v = NAN;
-    if (l)
-        OK(sn_aten_item_f64(l, &v, &E));
-    sn_tensor_free(l);
-    sn_aten_no_grad_exit(g);
-    return v;
-}
-
-/* loss_value as an sn_test_loss_fn for sn_test_fd_compare */
-struct fd_args {
-    forward_fn               f;
-    struct sn_tensor *const *p;
-    void                    *ctx;
-    struct sn_tensor       **R;
-};
-static double fd_loss(void *v)
-{
-    struct fd_args *a = v;
-    return loss_value(a->f, a->p, a->ctx, a->R);
-}
-
 /* Gradient of every param in p[0..n) vs central differences; returns the worst error. */
 static void grad_check(const char *what, forward_fn f, struct sn_tensor *const *p, int n,
                        void *ctx)
@@ -83,7 +57,7 @@ static void grad_check(const char *what, forward_fn f, struct sn_tensor *const *
         return;
     OK(sn_aten_backward(l, NULL, false, &E));
     sn_tensor_free(l);
-    struct fd_args args = {f, p, ctx, &R};
+    struct sn_test_fd_args args = {loss_of, f, p, ctx, &R};
     double worst = 0;
     int bad = 0;
     for (int i = 0; i < n; i++) {
@@ -92,14 +66,7 @@ static void grad_check(const char *what, forward_fn f, struct sn_tensor *const *
         CHECK_MSG(g != NULL, "%s: param %d has no grad", what, i);
         if (!g)
             continue;
-        size_t ne = (size_t)sn_tensor_numel(p[i]);
-        double *an = malloc(ne * sizeof *an);
-        OK(sn_aten_to_host(g, an, SN_DTYPE_F64, ne, &E));
-        double *x = sn_tensor_data_ptr(p[i]); /* contiguous f64 CPU leaf */
-        CHECK(x != NULL && sn_tensor_dtype(p[i]) == SN_DTYPE_F64);
-        if (x)
-            bad += sn_test_fd_compare(what, i, p[i], an, fd_loss, &args, &worst);
-        free(an);
+        bad += sn_test_fd_check_grad(what, i, p[i], g, sn_test_fd_loss, &args, &worst);
         sn_tensor_free(g);
     }
     CHECK_MSG(bad == 0, "%s: %d gradient elements off", what, bad);

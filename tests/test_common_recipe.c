@@ -8,8 +8,7 @@ static void test_bad_json(const char *dir)
     char path[1024];
     struct sn_err err = {0};
     snprintf(path, sizeof path, "%s/bad.json", dir);
-    const char *text = "{\n  \"simulate\": {\n    \"rounds\": 3,,\n  }\n}\n";
-    sn_atomic_write(path, text, strlen(text), &err);
+    sn_test_write_file(path, "{\n  \"simulate\": {\n    \"rounds\": 3,,\n  }\n}\n");
     cJSON *j = NULL;
     CHECK(sn_recipe_load(path, NULL, 0, &j, &err) == SN_E_FORMAT);
     CHECK(j == NULL);
@@ -24,7 +23,7 @@ static void test_bad_json(const char *dir)
 
     sn_err_clear(&err);
     snprintf(path, sizeof path, "%s/array.json", dir);
-    sn_atomic_write(path, "[1]", 3, &err);
+    sn_test_write_file(path, "[1]");
     CHECK(sn_recipe_load(path, NULL, 0, &j, &err) == SN_E_FORMAT);
     CHECK(strstr(err.msg, "must be a JSON object") != NULL);
 
@@ -38,8 +37,7 @@ static void test_overrides(const char *dir)
     char path[1024];
     struct sn_err err = {0};
     snprintf(path, sizeof path, "%s/r.json", dir);
-    const char *text = "{\"train\": {\"lr\": 5e-6, \"epochs\": 5}, \"out_dir\": \"out\"}";
-    sn_atomic_write(path, text, strlen(text), &err);
+    sn_test_write_file(path, "{\"train\": {\"lr\": 5e-6, \"epochs\": 5}, \"out_dir\": \"out\"}");
     const char *sets[] = {"train.lr=1e-5", "train.lora.r=16", "simulate.backend=sim",
                           "simulate.rounds=[1,2]", "out_dir=\"runs/a\"", "train.name=a=b"};
     cJSON *j = NULL;

@@ -7,15 +7,6 @@
 
 #include <stdint.h>
 
-static char *path_in(const char *dir, const char *name)
-{
-    static char buf[8][1024];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
 /* A file from a header string and a data section; the length prefix is the header's own
 ** length unless claim != 0. */
 static void make_file(const char *path, const char *header, uint64_t claim, const void *data,
@@ -37,7 +28,7 @@ static void expect_bad(const char *dir, const char *what, const char *header, ui
                        size_t n_data, const char *expect)
 {
     static uint8_t zeros[256];
-    const char *p = path_in(dir, "bad.safetensors");
+    const char *p = sn_test_path(dir, "bad.safetensors");
     make_file(p, header, claim, zeros, n_data);
     struct sn_err err = {0};
     struct sn_st_file *f = (struct sn_st_file *)1;
@@ -70,7 +61,8 @@ static void test_roundtrip(const char *dir)
     CHECK(sn_st_writer_set_metadata(w, "format", "np", &err) == SN_OK);
     CHECK(sn_st_writer_set_metadata(w, "format", "pt", &err) == SN_OK);     /* replaces */
     CHECK(sn_st_writer_set_metadata(w, "author", "a \"q\"", &err) == SN_OK); /* escaped */
-    const char *p1 = path_in(dir, "one.safetensors"), *p2 = path_in(dir, "two.safetensors");
+    const char *p1 = sn_test_path(dir, "one.safetensors");
+    const char *p2 = sn_test_path(dir, "two.safetensors");
     CHECK(sn_st_writer_save(w, p1, &err) == SN_OK);
     CHECK(sn_st_writer_save(w, p2, &err) == SN_OK);
     sn_st_writer_free(w);
@@ -162,7 +154,7 @@ static void test_malformed(const char *dir)
     /* sanity: the template itself loads */
     {
         uint8_t d[8] = {0};
-        const char *p = path_in(dir, "good.safetensors");
+        const char *p = sn_test_path(dir, "good.safetensors");
         make_file(p, ok1, 0, d, 8);
         struct sn_err err = {0};
         struct sn_st_file *f;
@@ -212,7 +204,7 @@ static void test_malformed(const char *dir)
                "\"data_offsets\":[0,8]}}", 0, 8, "overflows");
     /* too short for the length field */
     {
-        const char *p = path_in(dir, "short.safetensors");
+        const char *p = sn_test_path(dir, "short.safetensors");
         FILE *f = fopen(p, "wb");
         fwrite("abc", 1, 3, f);
         fclose(f);
@@ -220,7 +212,7 @@ static void test_malformed(const char *dir)
         struct sn_st_file *h;
         CHECK(sn_st_open(p, &h, &err) == SN_E_FORMAT && strstr(err.msg, "too short"));
         sn_err_clear(&err);
-        CHECK(sn_st_open(path_in(dir, "absent.safetensors"), &h, &err) == SN_E_IO);
+        CHECK(sn_st_open(sn_test_path(dir, "absent.safetensors"), &h, &err) == SN_E_IO);
     }
 }
 
@@ -228,7 +220,7 @@ static void test_malformed(const char *dir)
 ** SN_E_NOMEM (ASan checks for leaks). */
 static void test_alloc_failures(const char *dir)
 {
-    const char *p = path_in(dir, "one.safetensors");
+    const char *p = sn_test_path(dir, "one.safetensors");
     int ok = 0;
     for (uint64_t n = 1; n < 200 && !ok; n++) {
         struct sn_err err = {0};

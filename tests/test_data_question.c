@@ -24,13 +24,7 @@ static const char *wfile(const char *name, const char *text)
 {
     static char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fputs(text, f);
-    fclose(f);
+    sn_test_write_file(path, text);
     return path;
 }
 
@@ -54,6 +48,20 @@ static const char *spec(const char *kind, const char *path, const char *extra)
     snprintf(spec_buf, sizeof spec_buf, "{\"kind\":\"%s\",\"path\":\"%s\"%s%s}", kind, path,
              extra ? "," : "", extra ? extra : "");
     return spec_buf;
+}
+
+/* A file that kind's loader must refuse, with a message naming name:line: (line > 0) and
+** what (when not NULL). */
+static void refused(const char *kind, const char *name, int line, const char *what,
+                    const char *text)
+{
+    struct sn_err err;
+    struct sn_qset *qs = load(spec(kind, wfile(name, text), NULL), 0, &err);
+    char at[256];
+    snprintf(at, sizeof at, "%s:%d:", name, line);
+    CHECK_MSG(!qs && (line <= 0 || strstr(err.msg, at)) && (!what || strstr(err.msg, what)),
+              "%s: '%s'", name, err.msg);
+    sn_qset_free(qs);
 }
 
 static void test_mmlu_csv(void)
@@ -89,15 +97,9 @@ static void test_mmlu_csv(void)
     CHECK(qs && qs->n == 1 && !strcmp(qs->items[0].gold, "B"));
     sn_qset_free(qs);
     /* errors name file:line */
-    p = wfile("bad_test.csv", "Q1,a,b,c,d,A\nQ2,a,b,c,d\n");
-    qs = load(spec("mmlu", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "bad_test.csv:2:") && strstr(err.msg, "expected 6 fields"));
-    p = wfile("bad2_test.csv", "Q1,a,b,c,d,A\nQ2,a,b,c,d,E\n");
-    qs = load(spec("mmlu", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "bad2_test.csv:2:") && strstr(err.msg, "A, B, C, D"));
-    p = wfile("bad3_test.csv", "\"unterminated,a,b,c,d,A\n");
-    qs = load(spec("mmlu", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "unterminated"));
+    refused("mmlu", "bad_test.csv", 2, "expected 6 fields", "Q1,a,b,c,d,A\nQ2,a,b,c,d\n");
+    refused("mmlu", "bad2_test.csv", 2, "A, B, C, D", "Q1,a,b,c,d,A\nQ2,a,b,c,d,E\n");
+    refused("mmlu", "bad3_test.csv", 0, "unterminated", "\"unterminated,a,b,c,d,A\n");
 }
 
 static void test_mmlu_jsonl(void)
@@ -116,13 +118,11 @@ static void test_mmlu_jsonl(void)
         CHECK_STR(qs->items[1].options[0], "Paris");
     }
     sn_qset_free(qs);
-    p = wfile("mmlu_bad.jsonl", "{\"question\":\"q\",\"choices\":[\"a\",\"b\"],\"answer\":1}\n"
-                                "{\"question\":\"q\",\"choices\":[\"a\",\"b\"],\"answer\":7}\n");
-    qs = load(spec("mmlu", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "mmlu_bad.jsonl:2:"));
-    p = wfile("mmlu_bad2.jsonl", "{\"question\":\"q\",\"choices\":[\"a\",\"b\"],\"answer\":1}\n{oops\n");
-    qs = load(spec("mmlu", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "mmlu_bad2.jsonl:2:") && strstr(err.msg, "invalid JSON"));
+    refused("mmlu", "mmlu_bad.jsonl", 2, NULL,
+            "{\"question\":\"q\",\"choices\":[\"a\",\"b\"],\"answer\":1}\n"
+            "{\"question\":\"q\",\"choices\":[\"a\",\"b\"],\"answer\":7}\n");
+    refused("mmlu", "mmlu_bad2.jsonl", 2, "invalid JSON",
+            "{\"question\":\"q\",\"choices\":[\"a\",\"b\"],\"answer\":1}\n{oops\n");
 }
 
 static void test_csqa(void)
@@ -143,10 +143,9 @@ static void test_csqa(void)
         CHECK_STR(qs->items[0].id, "commonsenseqa-075e483d");
     }
     sn_qset_free(qs);
-    p = wfile("csqa_test.jsonl", "{\"id\":\"x\",\"question\":{\"stem\":\"s\",\"choices\":"
-              "[{\"label\":\"A\",\"text\":\"a\"},{\"label\":\"B\",\"text\":\"b\"}]}}\n");
-    qs = load(spec("commonsenseqa", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "csqa_test.jsonl:1:") && strstr(err.msg, "answerKey"));
+    refused("commonsenseqa", "csqa_test.jsonl", 1, "answerKey",
+            "{\"id\":\"x\",\"question\":{\"stem\":\"s\",\"choices\":"
+            "[{\"label\":\"A\",\"text\":\"a\"},{\"label\":\"B\",\"text\":\"b\"}]}}\n");
 }
 
 static void test_gsm8k(void)
@@ -169,9 +168,7 @@ static void test_gsm8k(void)
         CHECK_STR(qs->items[1].gold, "1200");
     }
     sn_qset_free(qs);
-    p = wfile("gsm_bad.jsonl", "{\"question\":\"q\",\"answer\":\"no marker\"}\n");
-    qs = load(spec("gsm8k", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "gsm_bad.jsonl:1:") && strstr(err.msg, "####"));
+    refused("gsm8k", "gsm_bad.jsonl", 1, "####", "{\"question\":\"q\",\"answer\":\"no marker\"}\n");
 }
 
 static void test_truthfulqa(void)
@@ -217,10 +214,9 @@ static void test_truthfulqa(void)
         CHECK(not_a >= 10);
     }
     sn_qset_free(qs);
-    p = wfile("tqa_bad.jsonl", "{\"question\":\"q\",\"mc1_targets\":{\"choices\":[\"a\",\"b\"],"
-              "\"labels\":[1,1]}}\n");
-    qs = load(spec("truthfulqa", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "tqa_bad.jsonl:1:") && strstr(err.msg, "exactly one"));
+    refused("truthfulqa", "tqa_bad.jsonl", 1, "exactly one",
+            "{\"question\":\"q\",\"mc1_targets\":{\"choices\":[\"a\",\"b\"],"
+            "\"labels\":[1,1]}}\n");
 }
 
 static void test_medmcqa(void)
@@ -241,10 +237,9 @@ static void test_medmcqa(void)
     qs = load(spec("medmcqa", p, "\"cop_base\":0"), 0, &err);
     CHECK(qs && !strcmp(qs->items[0].gold, "D"));
     sn_qset_free(qs);
-    p = wfile("medmcqa_test.json", "{\"question\":\"q\",\"cop\":-1,\"opa\":\"a\",\"opb\":\"b\","
-              "\"opc\":\"c\",\"opd\":\"d\"}\n");
-    qs = load(spec("medmcqa", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "medmcqa_test.json:1:") && strstr(err.msg, "cop"));
+    refused("medmcqa", "medmcqa_test.json", 1, "cop",
+            "{\"question\":\"q\",\"cop\":-1,\"opa\":\"a\",\"opb\":\"b\","
+            "\"opc\":\"c\",\"opd\":\"d\"}\n");
 }
 
 static void test_neutral(void)
@@ -272,13 +267,11 @@ static void test_neutral(void)
     sn_qset_free(qs);
     qs = load(spec("jsonl", p, "\"subjects\":\"nope\""), 0, &err);
     CHECK(!qs && strstr(err.msg, "subject filter"));
-    p = wfile("ours_bad.jsonl", "{\"question\":\"q\",\"answer\":\"B\",\"optoins\":[\"a\"]}\n");
-    qs = load(spec("jsonl", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "ours_bad.jsonl:1:") && strstr(err.msg, "optoins"));
-    p = wfile("dup.jsonl", "{\"id\":\"a\",\"question\":\"q\",\"answer\":1}\n"
-                           "{\"id\":\"a\",\"question\":\"q\",\"answer\":2}\n");
-    qs = load(spec("jsonl", p, NULL), 0, &err);
-    CHECK(!qs && strstr(err.msg, "duplicate item id"));
+    refused("jsonl", "ours_bad.jsonl", 1, "optoins",
+            "{\"question\":\"q\",\"answer\":\"B\",\"optoins\":[\"a\"]}\n");
+    refused("jsonl", "dup.jsonl", 0, "duplicate item id",
+            "{\"id\":\"a\",\"question\":\"q\",\"answer\":1}\n"
+            "{\"id\":\"a\",\"question\":\"q\",\"answer\":2}\n");
 }
 
 static void test_sampling(void)

@@ -97,6 +97,14 @@ static int write_shard(const char *path, size_t n, struct sn_err *err)
     return sn_shard_writer_commit(w, NULL, err);
 }
 
+/* path <- dir/name, holding a shard of n tuples written by write_shard. */
+static void make_shard(char *path, size_t cap, const char *dir, const char *name, size_t n)
+{
+    struct sn_err err = {0};
+    snprintf(path, cap, "%s/%s", dir, name);
+    CHECK_MSG(write_shard(path, n, &err) == SN_OK, "%s: %s", path, err.msg);
+}
+
 static void check_tuple_ids(const struct sn_tuple_view *v, size_t i)
 {
     int bad = 0;
@@ -116,8 +124,7 @@ static void test_roundtrip(const char *dir)
 {
     char path[1024];
     struct sn_err err = {0};
-    snprintf(path, sizeof path, "%s/a.h5", dir);
-    CHECK(write_shard(path, 50, &err) == SN_OK);
+    make_shard(path, sizeof path, dir, "a.h5", 50);
     CHECK(access(path, F_OK) == 0);
     struct sn_shard_reader *r = NULL;
     struct sn_shard_reader_params rp = sn_shard_reader_default_params();
@@ -196,14 +203,16 @@ static void spoil_attr(const char *path, const char *name, const char *value)
 {
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     H5Adelete(f, name);
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, H5T_VARIABLE);
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    H5Awrite(a, t, &value);
-    H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
+    if (value) { /* NULL: the attribute is only removed */
+        hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, H5T_VARIABLE);
+        hid_t sp = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(a, t, &value);
+        H5Aclose(a);
+        H5Sclose(sp);
+        H5Tclose(t);
+    }
     H5Fclose(f);
 }
 
@@ -226,8 +235,7 @@ static void test_refusals(const char *dir)
 {
     char good[1024], bad[1024];
     struct sn_err err = {0};
-    snprintf(good, sizeof good, "%s/good.h5", dir);
-    CHECK(write_shard(good, 20, &err) == SN_OK);
+    make_shard(good, sizeof good, dir, "good.h5", 20);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 
     struct sn_shard_reader_params rp = sn_shard_reader_default_params();
@@ -241,9 +249,20 @@ static void test_refusals(const char *dir)
     expect_refused(good, &rp, "max_len 41 exceeds");
 
     snprintf(bad, sizeof bad, "%s/bad.h5", dir);
-    CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
-    spoil_attr(bad, "schema", "sentinel.tuples/99");
-    expect_refused(bad, NULL, "foreign schema 'sentinel.tuples/99'");
+    /* root attributes spoiled (value NULL: removed) */
+    static const struct {
+        const char *attr, *value, *expect;
+    } attrs[] = {
+        {"schema", "sentinel.tuples/99", "foreign schema 'sentinel.tuples/99'"},
+        {"schema", NULL, "attribute 'schema' is missing; not a sentinel shard?"},
+        {"max_len", "41", "attribute 'max_len': expected one integer"},
+        {"max_len", NULL, "attribute 'max_len' is missing"},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
+        spoil_attr(bad, attrs[i].attr, attrs[i].value);
+        expect_refused(bad, NULL, attrs[i].expect);
+    }
 
     CHECK(sn_test_sh("cp '%s' '%s'", good, bad) == 0);
     spoil_i64(bad, "offsets/rejected", 5, 1000000);
@@ -276,10 +295,8 @@ static void test_iter(const char *dir)
 {
     char a[1024], b[1024];
     struct sn_err err = {0};
-    snprintf(a, sizeof a, "%s/it-a.h5", dir);
-    snprintf(b, sizeof b, "%s/it-b.h5", dir);
-    CHECK(write_shard(a, 23, &err) == SN_OK);
-    CHECK(write_shard(b, 23, &err) == SN_OK);
+    make_shard(a, sizeof a, dir, "it-a.h5", 23);
+    make_shard(b, sizeof b, dir, "it-b.h5", 23);
     const char *paths[] = {a, b};
     for (int mode = 0; mode < 3; mode++) {
         struct sn_shard_iter_params ip = sn_shard_iter_default_params();
@@ -345,17 +362,25 @@ static void test_iter(const char *dir)
     CHECK(strstr(err.msg, "it-a.h5") && strstr(err.msg, "another tokenizer"));
 }
 
+/* The shard set of these tests: in dir, 4 tuples a shard, the writer of wparams(), the build
+** settings given (borrowed). */
+static struct sn_shard_set_params set_params(const char *dir, const cJSON *settings)
+{
+    struct sn_shard_set_params sp = sn_shard_set_default_params();
+    sp.dir = dir;
+    sp.shard_size = 4;
+    sp.writer = wparams();
+    sp.settings = settings;
+    return sp;
+}
+
 /* A shard set fed tuples 0..n-1 (split by i % 4: 0,1 -> train, 2 -> validation, 3 -> test),
 ** stopping (as if killed) after `stop_after` tuples when that is < n. */
 static int run_set(const char *dir, size_t n, size_t stop_after, int *skipped_out)
 {
     struct sn_err err = {0};
-    struct sn_shard_set_params sp = sn_shard_set_default_params();
     cJSON *settings = cJSON_Parse("{\"inputs\": [\"x\"], \"seed\": 1}");
-    sp.dir = dir;
-    sp.shard_size = 4;
-    sp.writer = wparams();
-    sp.settings = settings;
+    struct sn_shard_set_params sp = set_params(dir, settings);
     struct sn_shard_set *s = NULL;
     int rc = sn_shard_set_open(&sp, &s, &err);
     cJSON_Delete(settings);
@@ -426,12 +451,8 @@ static void test_set_resume(void)
 
     /* a completed build re-run is a no-op; different settings are refused */
     CHECK(run_set(part, 37, 37, NULL) != SN_OK); /* adding to a complete set is refused */
-    struct sn_shard_set_params sp = sn_shard_set_default_params();
     cJSON *other = cJSON_Parse("{\"inputs\": [\"x\"], \"seed\": 2}");
-    sp.dir = part;
-    sp.shard_size = 4;
-    sp.writer = wparams();
-    sp.settings = other;
+    struct sn_shard_set_params sp = set_params(part, other);
     struct sn_shard_set *s = (void *)1;
     err = (struct sn_err){0};
     CHECK(sn_shard_set_open(&sp, &s, &err) == SN_E_ARG && s == NULL);
@@ -451,8 +472,7 @@ static void test_alloc_failures(const char *dir)
 {
     char path[1024], out[1024];
     struct sn_err err = {0};
-    snprintf(path, sizeof path, "%s/alloc.h5", dir);
-    CHECK(write_shard(path, 10, &err) == SN_OK);
+    make_shard(path, sizeof path, dir, "alloc.h5", 10);
     int ok = 0;
     for (uint64_t n = 1; n < 400 && !ok; n++) {
         struct sn_shard_reader *r = NULL;

@@ -46,11 +46,7 @@ static double num(const cJSON *row, const char *key)
 
 int main(void)
 {
-    bin = getenv("SENTINEL_BIN");
-    if (!bin) {
-        fprintf(stderr, "SENTINEL_BIN not set\n");
-        return 1;
-    }
+    bin = sn_test_bin();
     snprintf(dir, sizeof dir, "%s", sn_test_dir("eval_cli"));
     char path[1200];
 

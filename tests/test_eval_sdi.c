@@ -24,6 +24,16 @@ static void check_identity(struct sn_stats *s)
     CHECK(sdi >= 0.0 && sdi <= 1.0);
 }
 
+/* The "all" row's SDI, FAT and ASR̄ against hand-worked values, then the identity; frees s. */
+static void check_sdi_fat_asr(struct sn_stats *s, double sdi, double fat, double asr)
+{
+    CHECK_CLOSE(fx_val(s, "all", "sdi"), sdi, 1e-12, 0);
+    CHECK_CLOSE(fx_val(s, "all", "fat"), fat, 1e-12, 0);
+    CHECK_CLOSE(fx_val(s, "all", "asr"), asr, 1e-12, 0);
+    check_identity(s);
+    sn_stats_free(s);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", sn_test_dir("eval_sdi"));
@@ -37,24 +47,16 @@ int main(void)
     struct fx basic = {.id = "basic", .roles = "HHHAA", .gold = "A", .target = "B",
                        .grid = g1, .T = 3};
     struct sn_stats *s = one("basic", &basic, 1);
-    CHECK_CLOSE(fx_val(s, "all", "sdi"), 0.5, 1e-12, 0);
-    CHECK_CLOSE(fx_val(s, "all", "fat"), 3.0, 1e-12, 0);
-    CHECK_CLOSE(fx_val(s, "all", "asr"), 1.0 / 3.0, 1e-12, 0);
     CHECK_CLOSE(fx_val(s, "all", "kappa"), 0.75, 1e-12, 0);
     CHECK(fx_n(s, "all", "sdi") == 1);
-    check_identity(s);
-    sn_stats_free(s);
+    check_sdi_fat_asr(s, 0.5, 3.0, 1.0 / 3.0);
 
     /* Attack never succeeds, T = 4: T_first = T+1 = 5, Σ(1−I) = 12, SDI = 5/(3·4·5)·12 = 1. */
     static const char *const g2[] = {"AAABB", "AAABB", "AAABB", "AAABB"};
     struct fx never = {.id = "never", .roles = "HHHAA", .gold = "A", .target = "B",
                        .grid = g2, .T = 4};
     s = one("never", &never, 1);
-    CHECK_CLOSE(fx_val(s, "all", "sdi"), 1.0, 1e-12, 0);
-    CHECK_CLOSE(fx_val(s, "all", "fat"), 5.0, 1e-12, 0);
-    CHECK_CLOSE(fx_val(s, "all", "asr"), 0.0, 1e-12, 0);
-    check_identity(s);
-    sn_stats_free(s);
+    check_sdi_fat_asr(s, 1.0, 5.0, 0.0);
 
     /* Every collaborator fooled in round r = 1 (t = 2), T = 5: first = 2, hits 4 each.
     ** T_first = 2, Σ(1−I) = 3, SDI = 2/(3·5·6)·3 = 1/15; ASR̄ = 12/15; κ = 2/6. */
@@ -62,11 +64,7 @@ int main(void)
     struct fx fooled = {.id = "fooled", .roles = "HHHAA", .gold = "A", .target = "B",
                         .grid = g3, .T = 5};
     s = one("fooled", &fooled, 1);
-    CHECK_CLOSE(fx_val(s, "all", "sdi"), 1.0 / 15.0, 1e-12, 0);
-    CHECK_CLOSE(fx_val(s, "all", "fat"), 2.0, 1e-12, 0);
-    CHECK_CLOSE(fx_val(s, "all", "asr"), 0.8, 1e-12, 0);
-    check_identity(s);
-    sn_stats_free(s);
+    check_sdi_fat_asr(s, 1.0 / 15.0, 2.0, 0.8);
 
     /* A collaborator whose first answer is the target is excluded from D_rem. T = 2.
     **   slot 0: B B -> excluded;  slot 1: A B -> t = 2, hits 1;  slot 2: A A -> 3, hits 0.
@@ -76,11 +74,7 @@ int main(void)
     struct fx first_target = {.id = "ft", .roles = "HHHA", .gold = "A", .target = "B",
                               .grid = g4, .T = 2};
     s = one("first_target", &first_target, 1);
-    CHECK_CLOSE(fx_val(s, "all", "sdi"), 0.625, 1e-12, 0);
-    CHECK_CLOSE(fx_val(s, "all", "fat"), 2.5, 1e-12, 0);
-    CHECK_CLOSE(fx_val(s, "all", "asr"), 0.25, 1e-12, 0);
-    check_identity(s);
-    sn_stats_free(s);
+    check_sdi_fat_asr(s, 0.625, 2.5, 0.25);
 
     /* Every collaborator's first answer is the target: excluded (empty D_rem), not 0 or 1. */
     static const char *const g5[] = {"BBBB", "AAAB"};

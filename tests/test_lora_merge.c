@@ -12,8 +12,6 @@
 
 #include <stdint.h>
 
-/* t <- N(0, std²) drawn from g, in place under no-grad (randn + copy: the in-place random
-** fills of aten are not used here). */
 static void test_layer(void)
 {
     struct sn_err err = {0};
@@ -148,27 +146,15 @@ static void test_model(void)
     struct sn_model_batch b = {ids, mask, B, T};
     float r0[B], r1[B], r2[B], r3[B];
     CHECK(sn_model_forward_host(m, &b, r0, NULL, &err) == SN_OK);
-    struct sn_lora_config lc = sn_lora_default_config();
-    lc.r = 4;
-    lc.alpha = 16;
-    lc.targets = SN_LORA_ALL_TARGETS;
-    CHECK(sn_model_lora_attach(m, &lc, &err) == SN_OK);
+    struct sn_param *ps = NULL;
+    size_t np = 0;
+    CHECK(sn_test_lora_attach_all(m, 4, 16, &ps, &np, &err) == SN_OK);
     CHECK(sn_model_forward_host(m, &b, r1, NULL, &err) == SN_OK);
     for (int i = 0; i < B; i++)
         CHECK_MSG(r1[i] == r0[i], "fresh adapter changed reward %d: %.9g -> %.9g", i, r0[i],
                   r1[i]);
     /* non-zero B everywhere */
-    struct sn_param *ps = NULL;
-    size_t np = 0;
-    CHECK(sn_model_trainable_params(m, &ps, &np, &err) == SN_OK);
-    struct sn_aten_gen *g = NULL;
-    CHECK(sn_aten_gen_create(8, SN_CPU, &g, &err) == SN_OK);
-    bool gm = sn_aten_no_grad_enter();
-    for (size_t i = 0; i < np; i++)
-        if (strstr(ps[i].name, "lora_B"))
-            CHECK(sn_test_randomize(ps[i].t, 0.05, g) == SN_OK);
-    sn_aten_no_grad_exit(gm);
-    sn_aten_gen_free(g);
+    CHECK(sn_test_randomize_lora_b(ps, np, 0.05, 8) == SN_OK);
     CHECK(sn_model_forward_host(m, &b, r1, NULL, &err) == SN_OK);
     int changed = 0;
     for (int i = 0; i < B; i++)
@@ -230,17 +216,15 @@ static void test_model(void)
                                         /* up */ (64 + 128) + /* down */ (128 + 64)));
 
     /* dropout: training mode changes the output, evaluation mode does not */
+    struct sn_lora_config lc = sn_lora_default_config(); /* as attached above, with dropout */
+    lc.r = 4;
+    lc.alpha = 16;
+    lc.targets = SN_LORA_ALL_TARGETS;
     lc.dropout = 0.5;
     CHECK(sn_model_lora_attach(m, &lc, &err) == SN_OK);
     free(ps);
     CHECK(sn_model_trainable_params(m, &ps, &np, &err) == SN_OK);
-    CHECK(sn_aten_gen_create(9, SN_CPU, &g, &err) == SN_OK);
-    gm = sn_aten_no_grad_enter();
-    for (size_t i = 0; i < np; i++)
-        if (strstr(ps[i].name, "lora_B"))
-            CHECK(sn_test_randomize(ps[i].t, 0.2, g) == SN_OK);
-    sn_aten_no_grad_exit(gm);
-    sn_aten_gen_free(g);
+    CHECK(sn_test_randomize_lora_b(ps, np, 0.2, 9) == SN_OK);
     float e1[B], e2[B], t1[B];
     CHECK(sn_model_forward_host(m, &b, e1, NULL, &err) == SN_OK);
     CHECK(sn_model_forward_host(m, &b, e2, NULL, &err) == SN_OK);

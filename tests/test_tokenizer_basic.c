@@ -16,15 +16,14 @@ static void path_in(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/%s", dir, name);
 }
 
-static void write_file(const char *path, const char *text)
+/* The demo tokenizer the first tests write; NULL if it does not open (reported there). */
+static struct sn_tokenizer *open_demo(void)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fputs(text, f);
-    fclose(f);
+    char p[1100];
+    struct sn_err err = {0};
+    struct sn_tokenizer *t = NULL;
+    path_in(p, sizeof p, "demo.json");
+    return sn_tokenizer_open(p, &t, &err) ? NULL : t;
 }
 
 /* ByteLevel form of raw bytes s, appended to b as a JSON string body. */
@@ -89,7 +88,7 @@ static void write_hand(const char *path, const char *const *extra, const char *c
         }
     }
     sn_buf_puts(&b, "]}}\n", NULL);
-    write_file(path, b.data);
+    sn_test_write_file(path, b.data);
     sn_buf_free(&b);
 }
 
@@ -252,11 +251,9 @@ static void test_demo(void)
 
 static void test_invalid_utf8(void)
 {
-    char p[1100];
     struct sn_err err = {0};
-    struct sn_tokenizer *t = NULL;
-    path_in(p, sizeof p, "demo.json");
-    if (sn_tokenizer_open(p, &t, &err))
+    struct sn_tokenizer *t = open_demo();
+    if (!t)
         return;
     static const struct { const char *s; size_t n; size_t off; } cases[] = {
         {"ab\xFF" "cd", 5, 2},              /* byte that never occurs */
@@ -287,7 +284,7 @@ static void expect_open_error(const char *name, const char *text, int code, cons
     struct sn_tokenizer *t = (struct sn_tokenizer *)1;
     path_in(p, sizeof p, name);
     if (text)
-        write_file(p, text);
+        sn_test_write_file(p, text);
     CHECK_MSG(sn_tokenizer_open(p, &t, &err) == code, "%s: got '%s'", name, err.msg);
     CHECK(t == NULL);
     CHECK_MSG(strstr(err.msg, want) != NULL, "%s: '%s' lacks '%s'", name, err.msg, want);
@@ -351,11 +348,9 @@ static void *thr_run(void *arg)
 
 static void test_threads(void)
 {
-    char p[1100];
     struct sn_err err = {0};
-    struct sn_tokenizer *t = NULL;
-    path_in(p, sizeof p, "demo.json");
-    if (sn_tokenizer_open(p, &t, &err))
+    struct sn_tokenizer *t = open_demo();
+    if (!t)
         return;
     struct sn_buf text = {0};
     struct sn_rng rng;
@@ -485,7 +480,7 @@ static void test_fast_path(void)
     sn_buf_append(&b, at + 1, (size_t)(end - at - 1), NULL);
     sn_buf_puts(&b, ")", NULL);
     sn_buf_puts(&b, end, NULL);
-    write_file(p2, b.data);
+    sn_test_write_file(p2, b.data);
     CHECK_MSG(sn_tokenizer_open(p, &fast, &err) == SN_OK, "%s", err.msg);
     CHECK_MSG(sn_tokenizer_open(p2, &slow, &err) == SN_OK, "%s", err.msg);
     static const char *alpha[] = {"a", "Z", "q", "s", "t", "re", "LL", "ve", "7", "0", "'", "'",

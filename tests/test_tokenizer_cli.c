@@ -20,11 +20,7 @@ static char *slurp(const char *path, size_t *n)
 
 int main(void)
 {
-    bin = getenv("SENTINEL_BIN");
-    if (!bin) {
-        fprintf(stderr, "SENTINEL_BIN is not set\n");
-        return 1;
-    }
+    bin = sn_test_bin();
     snprintf(dir, sizeof dir, "%s", sn_test_dir("tokenizer_cli"));
     char tj[1200], lib[1200];
     snprintf(tj, sizeof tj, "%s/demo.json", dir);

@@ -12,15 +12,6 @@
 
 #include <stdint.h>
 
-static char *pj(const char *a, const char *b)
-{
-    static char buf[8][2300];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", a, b);
-    return buf[k];
-}
-
 static void copy_file(const char *from, const char *to)
 {
     CHECK(sn_test_sh("cp '%s' '%s'", from, to) == 0);
@@ -52,7 +43,7 @@ static void edit_config(const char *dir, const char *from, const char *to)
     char *text = NULL;
     size_t n = 0;
     struct sn_err err = {0};
-    CHECK(sn_file_read(pj(dir, "config.json"), 0, &text, &n, &err) == SN_OK);
+    CHECK(sn_file_read(sn_test_path(dir, "config.json"), 0, &text, &n, &err) == SN_OK);
     if (!text)
         return;
     char *at = strstr(text, from);
@@ -62,7 +53,7 @@ static void edit_config(const char *dir, const char *from, const char *to)
         sn_buf_append(&b, text, (size_t)(at - text), &err);
         sn_buf_puts(&b, to, &err);
         sn_buf_puts(&b, at + strlen(from), &err);
-        CHECK(sn_atomic_write(pj(dir, "config.json"), b.data, b.len, &err) == SN_OK);
+        CHECK(sn_atomic_write(sn_test_path(dir, "config.json"), b.data, b.len, &err) == SN_OK);
         sn_buf_free(&b);
     }
     sn_free(text);
@@ -99,91 +90,93 @@ static void test_model_dirs(const char *root, const char *good)
     struct sn_err err = {0};
     char bad[1024];
     snprintf(bad, sizeof bad, "%s/bad", root);
-    char src_w[1100]; /* pj's buffers rotate: keep our own copy */
+    char src_w[1100], bad_w[1100]; /* sn_test_path's buffers rotate: keep our own copies */
     snprintf(src_w, sizeof src_w, "%s/model.safetensors", good);
+    snprintf(bad_w, sizeof bad_w, "%s/model.safetensors", bad);
 
-    /* config.json problems */
-    clone_dir(good, bad);
-    edit_config(bad, "\"num_key_value_heads\"", "\"num_key_value_headz\"");
-    expect_open_fail(bad, "missing field", "missing required field 'num_key_value_heads'");
-    clone_dir(good, bad);
-    edit_config(bad, "\"num_attention_heads\": 4", "\"num_attention_heads\": 5");
-    expect_open_fail(bad, "heads vs hidden", "'num_attention_heads' = 5 does not divide");
-    clone_dir(good, bad);
-    edit_config(bad, "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3");
-    expect_open_fail(bad, "kv heads", "'num_key_value_heads' = 3 must divide");
-    clone_dir(good, bad);
-    edit_config(bad, "\"hidden_size\": 64", "\"hidden_size\": \"64\"");
-    expect_open_fail(bad, "wrong type", "'hidden_size' must be an integer");
-    clone_dir(good, bad);
-    edit_config(bad, "\"model_type\": \"qwen2\"", "\"model_type\": \"llama\"");
-    expect_open_fail(bad, "model type", "only \"qwen2\"");
-    clone_dir(good, bad);
-    edit_config(bad, "{", "{,");
-    expect_open_fail(bad, "invalid json", "config.json:1:");
-
-    /* the config says 3 layers, the weights hold 2 */
-    clone_dir(good, bad);
-    edit_config(bad, "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3");
-    expect_open_fail(bad, "layer count", "missing tensor 'model.layers.2.input_layernorm.weight'");
+    /* config.json problems, one spoiled copy of good each */
+    static const struct {
+        const char *from, *to, *what, *expect;
+    } config_cases[] = {
+        {"\"num_key_value_heads\"", "\"num_key_value_headz\"", "missing field",
+         "missing required field 'num_key_value_heads'"},
+        {"\"num_attention_heads\": 4", "\"num_attention_heads\": 5", "heads vs hidden",
+         "'num_attention_heads' = 5 does not divide"},
+        {"\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3", "kv heads",
+         "'num_key_value_heads' = 3 must divide"},
+        {"\"hidden_size\": 64", "\"hidden_size\": \"64\"", "wrong type",
+         "'hidden_size' must be an integer"},
+        {"\"model_type\": \"qwen2\"", "\"model_type\": \"llama\"", "model type", "only \"qwen2\""},
+        {"{", "{,", "invalid json", "config.json:1:"},
+        /* the config says 3 layers, the weights hold 2 */
+        {"\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3", "layer count",
+         "missing tensor 'model.layers.2.input_layernorm.weight'"},
+    };
+    for (size_t i = 0; i < sizeof config_cases / sizeof config_cases[0]; i++) {
+        clone_dir(good, bad);
+        edit_config(bad, config_cases[i].from, config_cases[i].to);
+        expect_open_fail(bad, config_cases[i].what, config_cases[i].expect);
+    }
 
     /* truncated weights */
     clone_dir(good, bad);
-    CHECK(sn_test_sh("truncate -s -100 '%s'", pj(bad, "model.safetensors")) == 0);
+    CHECK(sn_test_sh("truncate -s -100 '%s'", bad_w) == 0);
     expect_open_fail(bad, "truncated", "truncated file?");
     /* a header that claims more than the file holds */
     clone_dir(good, bad);
     CHECK(sn_test_sh("printf '\\377\\377\\377\\000' | dd of='%s' bs=1 seek=0 count=4 "
-                     "conv=notrunc 2>/dev/null", pj(bad, "model.safetensors")) == 0);
+                     "conv=notrunc 2>/dev/null", bad_w) == 0);
     expect_open_fail(bad, "lying header", "header claims");
-    /* wrong dtype for a weight */
-    clone_dir(good, bad);
+    /* weights rewritten: drop a tensor, add one (name, dtype, shape, data), or both */
     static int32_t ints[64];
-    int64_t s64[1] = {64};
-    rewrite_weights(src_w, pj(bad, "model.safetensors"), "model.norm.weight",
-                    "model.norm.weight", SN_ST_I32, 1, s64, ints);
-    expect_open_fail(bad, "wrong dtype", "tensor 'model.norm.weight': dtype I32");
-    /* wrong shape */
-    clone_dir(good, bad);
     static float f63[63];
-    int64_t s63[1] = {63};
-    rewrite_weights(src_w, pj(bad, "model.safetensors"), "model.norm.weight",
-                    "model.norm.weight", SN_ST_F32, 1, s63, f63);
-    expect_open_fail(bad, "wrong shape", "'model.norm.weight': shape [63], expected [64]");
-    /* missing bias */
-    clone_dir(good, bad);
-    rewrite_weights(src_w, pj(bad, "model.safetensors"), "model.layers.1.self_attn.k_proj.bias",
-                    NULL, SN_ST_F32, 0, NULL, NULL);
-    expect_open_fail(bad, "missing", "missing tensor 'model.layers.1.self_attn.k_proj.bias'");
-    /* an o_proj bias does not exist in Qwen2 */
-    clone_dir(good, bad);
-    rewrite_weights(src_w, pj(bad, "model.safetensors"), NULL,
-                    "model.layers.0.self_attn.o_proj.bias", SN_ST_F32, 1, s64, ints);
-    expect_open_fail(bad, "unexpected", "unexpected tensor 'model.layers.0.self_attn.o_proj.bias'");
+    static const int64_t s64[1] = {64}, s63[1] = {63};
+    static const struct {
+        const char *drop, *add;
+        enum sn_st_dtype dt;
+        int nd;
+        const int64_t *shape;
+        const void *data;
+        const char *what, *expect;
+    } weight_cases[] = {
+        {"model.norm.weight", "model.norm.weight", SN_ST_I32, 1, s64, ints, "wrong dtype",
+         "tensor 'model.norm.weight': dtype I32"},
+        {"model.norm.weight", "model.norm.weight", SN_ST_F32, 1, s63, f63, "wrong shape",
+         "'model.norm.weight': shape [63], expected [64]"},
+        {"model.layers.1.self_attn.k_proj.bias", NULL, SN_ST_F32, 0, NULL, NULL, "missing",
+         "missing tensor 'model.layers.1.self_attn.k_proj.bias'"},
+        /* an o_proj bias does not exist in Qwen2 */
+        {NULL, "model.layers.0.self_attn.o_proj.bias", SN_ST_F32, 1, s64, ints, "unexpected",
+         "unexpected tensor 'model.layers.0.self_attn.o_proj.bias'"},
+    };
+    for (size_t i = 0; i < sizeof weight_cases / sizeof weight_cases[0]; i++) {
+        clone_dir(good, bad);
+        rewrite_weights(src_w, bad_w, weight_cases[i].drop, weight_cases[i].add,
+                        weight_cases[i].dt, weight_cases[i].nd, weight_cases[i].shape,
+                        weight_cases[i].data);
+        expect_open_fail(bad, weight_cases[i].what, weight_cases[i].expect);
+    }
     /* lm_head is accepted (and ignored) with the right shape, refused with a wrong one */
     clone_dir(good, bad);
     float *lm = calloc(100 * 64, sizeof *lm);
     int64_t slm[2] = {100, 64}, slm_bad[2] = {99, 64};
-    rewrite_weights(src_w, pj(bad, "model.safetensors"), NULL, "lm_head.weight", SN_ST_F32, 2,
-                    slm, lm);
+    rewrite_weights(src_w, bad_w, NULL, "lm_head.weight", SN_ST_F32, 2, slm, lm);
     struct sn_model_params p = sn_model_default_params();
     struct sn_model *m = NULL;
     CHECK_MSG(sn_model_open_hf(bad, &p, &m, &err) == SN_OK, "%s", err.msg);
     sn_model_free(m);
     m = NULL;
-    rewrite_weights(src_w, pj(bad, "model.safetensors"), NULL, "lm_head.weight", SN_ST_F32, 2,
-                    slm_bad, lm);
+    rewrite_weights(src_w, bad_w, NULL, "lm_head.weight", SN_ST_F32, 2, slm_bad, lm);
     expect_open_fail(bad, "lm_head shape", "'lm_head.weight' has the wrong shape");
     free(lm);
     /* no weights at all */
     clone_dir(good, bad);
-    CHECK(sn_test_sh("rm '%s'", pj(bad, "model.safetensors")) == 0);
+    CHECK(sn_test_sh("rm '%s'", bad_w) == 0);
     expect_open_fail(bad, "no weights", "no model.safetensors");
 
     /* a causal-LM checkpoint without score.weight loads; scoring needs a head */
     clone_dir(good, bad);
-    rewrite_weights(src_w, pj(bad, "model.safetensors"), "score.weight", NULL, SN_ST_F32, 0,
-                    NULL, NULL);
+    rewrite_weights(src_w, bad_w, "score.weight", NULL, SN_ST_F32, 0, NULL, NULL);
     CHECK(sn_model_open_hf(bad, &p, &m, &err) == SN_OK);
     if (m) {
         CHECK(!sn_model_has_head(m));
@@ -200,7 +193,7 @@ static void test_model_dirs(const char *root, const char *good)
     char shard[1024];
     snprintf(shard, sizeof shard, "%s/sharded", root);
     CHECK(sn_test_sh("rm -rf '%s' && mkdir -p '%s' && cp '%s' '%s'", shard, shard,
-                     pj(good, "config.json"), pj(shard, "config.json")) == 0);
+                     sn_test_path(good, "config.json"), sn_test_path(shard, "config.json")) == 0);
     struct sn_st_file *f = NULL;
     CHECK(sn_st_open(src_w, &f, &err) == SN_OK);
     struct sn_st_writer *w1 = NULL, *w2 = NULL;
@@ -214,9 +207,11 @@ static void test_model_dirs(const char *root, const char *good)
         cJSON_AddStringToObject(map, t->name, second ? "model-00002-of-00002.safetensors"
                                                      : "model-00001-of-00002.safetensors");
     }
-    CHECK(sn_st_writer_save(w1, pj(shard, "model-00001-of-00002.safetensors"), &err) == SN_OK);
-    CHECK(sn_st_writer_save(w2, pj(shard, "model-00002-of-00002.safetensors"), &err) == SN_OK);
-    CHECK(sn_json_save(pj(shard, "model.safetensors.index.json"), idx, &err) == SN_OK);
+    CHECK(sn_st_writer_save(w1, sn_test_path(shard, "model-00001-of-00002.safetensors"), &err) ==
+          SN_OK);
+    CHECK(sn_st_writer_save(w2, sn_test_path(shard, "model-00002-of-00002.safetensors"), &err) ==
+          SN_OK);
+    CHECK(sn_json_save(sn_test_path(shard, "model.safetensors.index.json"), idx, &err) == SN_OK);
     sn_st_writer_free(w1);
     sn_st_writer_free(w2);
     sn_st_close(f);
@@ -249,10 +244,10 @@ static void test_model_dirs(const char *root, const char *good)
     /* an index pointing at the wrong shard */
     cJSON_ReplaceItemInObject(map, "model.norm.weight",
                               cJSON_CreateString("model-00002-of-00002.safetensors"));
-    CHECK(sn_json_save(pj(shard, "model.safetensors.index.json"), idx, &err) == SN_OK);
+    CHECK(sn_json_save(sn_test_path(shard, "model.safetensors.index.json"), idx, &err) == SN_OK);
     expect_open_fail(shard, "index mismatch", "weight_map says 'model.norm.weight'");
     cJSON_ReplaceItemInObject(map, "model.norm.weight", cJSON_CreateString("../x.safetensors"));
-    CHECK(sn_json_save(pj(shard, "model.safetensors.index.json"), idx, &err) == SN_OK);
+    CHECK(sn_json_save(sn_test_path(shard, "model.safetensors.index.json"), idx, &err) == SN_OK);
     expect_open_fail(shard, "index escape", "must be a file name in the same directory");
     cJSON_Delete(idx);
 }
@@ -293,7 +288,7 @@ static void test_adapter(const char *root, const char *good)
     CHECK(sn_model_adapter_save(m, a1, "sentinel/tiny", &err) == SN_OK);
     /* names, shapes, metadata */
     struct sn_st_file *f = NULL;
-    CHECK(sn_st_open(pj(a1, "adapter_model.safetensors"), &f, &err) == SN_OK);
+    CHECK(sn_st_open(sn_test_path(a1, "adapter_model.safetensors"), &f, &err) == SN_OK);
     if (f) {
         CHECK(sn_st_count(f) == 13);
         CHECK_STR(sn_st_metadata(f, "format"), "pt");
@@ -309,7 +304,7 @@ static void test_adapter(const char *root, const char *good)
         sn_st_close(f);
     }
     cJSON *ac = NULL;
-    CHECK(sn_json_load(pj(a1, "adapter_config.json"), &ac, &err) == SN_OK);
+    CHECK(sn_json_load(sn_test_path(a1, "adapter_config.json"), &ac, &err) == SN_OK);
     if (ac) {
         CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(ac, "peft_type")), "LORA");
         CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(ac, "task_type")), "SEQ_CLS");
@@ -331,10 +326,10 @@ static void test_adapter(const char *root, const char *good)
     CHECK_MSG(sn_model_adapter_load(m2, a1, &err) == SN_OK, "%s", err.msg);
     CHECK(sn_model_has_lora(m2) && sn_model_lora_config(m2)->r == 4);
     CHECK(sn_model_adapter_save(m2, a2, "sentinel/tiny", &err) == SN_OK);
-    CHECK(sn_test_sh("cmp -s '%s' '%s'", pj(a1, "adapter_model.safetensors"),
-                     pj(a2, "adapter_model.safetensors")) == 0);
-    CHECK(sn_test_sh("cmp -s '%s' '%s'", pj(a1, "adapter_config.json"),
-                     pj(a2, "adapter_config.json")) == 0);
+    CHECK(sn_test_sh("cmp -s '%s' '%s'", sn_test_path(a1, "adapter_model.safetensors"),
+                     sn_test_path(a2, "adapter_model.safetensors")) == 0);
+    CHECK(sn_test_sh("cmp -s '%s' '%s'", sn_test_path(a1, "adapter_config.json"),
+                     sn_test_path(a2, "adapter_config.json")) == 0);
     int32_t ids[6] = {3, 1, 4, 1, 5, 9};
     struct sn_model_batch b = {ids, NULL, 2, 3};
     float r1[2], r2[2];
@@ -344,7 +339,7 @@ static void test_adapter(const char *root, const char *good)
 
     /* PEFT writes modules_to_save = ["score", "classifier", "score"] for SEQ_CLS */
     CHECK(sn_test_sh("sed -i 's/\"score\"/\"score\", \"classifier\", \"score\"/' '%s'",
-                     pj(a2, "adapter_config.json")) == 0);
+                     sn_test_path(a2, "adapter_config.json")) == 0);
     CHECK_MSG(sn_model_adapter_load(m2, a2, &err) == SN_OK, "%s", err.msg);
 
     /* bad adapters: each refused, and the model is left without a half-loaded adapter */
@@ -381,7 +376,8 @@ static void test_adapter(const char *root, const char *good)
     clone_dir(a1, bad);
     static float junk[4];
     int64_t s4[1] = {4};
-    rewrite_weights(pj(a1, "adapter_model.safetensors"), pj(bad, "adapter_model.safetensors"),
+    rewrite_weights(sn_test_path(a1, "adapter_model.safetensors"),
+                    sn_test_path(bad, "adapter_model.safetensors"),
                     NULL, "base_model.model.lm_head.weight", SN_ST_F32, 1, s4, junk);
     sn_err_clear(&err);
     CHECK(sn_model_adapter_load(m2, bad, &err) != SN_OK);
@@ -407,7 +403,7 @@ int main(void)
     /* the config written is what a user would bring: check two fields as text */
     char *text = NULL;
     size_t n = 0;
-    CHECK(sn_file_read(pj(good, "config.json"), 0, &text, &n, &err) == SN_OK);
+    CHECK(sn_file_read(sn_test_path(good, "config.json"), 0, &text, &n, &err) == SN_OK);
     CHECK(text && strstr(text, "\"Qwen2ForSequenceClassification\""));
     CHECK(text && strstr(text, "\"torch_dtype\": \"float32\""));
     sn_free(text);
@@ -423,7 +419,7 @@ int main(void)
         CHECK(mh && sn_model_save_hf(mh, hdir, &err) == SN_OK);
         CHECK(sn_model_open_hf(hdir, &p, &ml, &err) == SN_OK);
         struct sn_st_file *f = NULL;
-        CHECK(sn_st_open(pj(hdir, "model.safetensors"), &f, &err) == SN_OK);
+        CHECK(sn_st_open(sn_test_path(hdir, "model.safetensors"), &f, &err) == SN_OK);
         CHECK(f && sn_st_get(f, 0)->dtype == (k ? SN_ST_BF16 : SN_ST_F16));
         sn_st_close(f);
         if (mh && ml) {

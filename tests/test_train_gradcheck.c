@@ -9,8 +9,6 @@
 
 #include <stdint.h>
 
-/* t <- N(0, std²) drawn from g, in place under no-grad (randn + copy: the in-place random
-** fills of aten are not used here). */
 enum { NT = 3, T = 6 }; /* tuples, tokens per sequence */
 
 static int32_t ids[3 * NT * T], mask[3 * NT * T];
@@ -86,23 +84,11 @@ int main(void)
     if (!m)
         return sn_test_done();
     CHECK(sn_model_init_head(m, 0.5, 17, &err) == SN_OK);
-    struct sn_lora_config lc = sn_lora_default_config();
-    lc.r = 2;
-    lc.alpha = 3;
-    lc.targets = SN_LORA_ALL_TARGETS;
-    CHECK(sn_model_lora_attach(m, &lc, &err) == SN_OK);
     struct sn_param *ps = NULL;
     size_t np = 0;
-    CHECK(sn_model_trainable_params(m, &ps, &np, &err) == SN_OK);
+    CHECK(sn_test_lora_attach_all(m, 2, 3, &ps, &np, &err) == SN_OK);
     /* B = 0 would make ∂L/∂A vanish: give B random values so both factors are exercised */
-    struct sn_aten_gen *g = NULL;
-    CHECK(sn_aten_gen_create(5, SN_CPU, &g, &err) == SN_OK);
-    bool gm = sn_aten_no_grad_enter();
-    for (size_t i = 0; i < np; i++)
-        if (strstr(ps[i].name, "lora_B"))
-            CHECK(sn_test_randomize(ps[i].t, 0.3, g) == SN_OK);
-    sn_aten_no_grad_exit(gm);
-    sn_aten_gen_free(g);
+    CHECK(sn_test_randomize_lora_b(ps, np, 0.3, 5) == SN_OK);
     /* sequences of different lengths, right padded */
     for (int s = 0; s < 3 * NT; s++) {
         int len = 2 + (s * 5) % (T - 1);

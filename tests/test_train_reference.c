@@ -13,8 +13,6 @@
 
 #include <stdint.h>
 
-/* t <- N(0, std²) drawn from g, in place under no-grad (randn + copy: the in-place random
-** fills of aten are not used here). */
 static const char *src_dir(void)
 {
     const char *s = getenv("SENTINEL_SRC");
@@ -41,25 +39,15 @@ static void make_batch(int64_t B, int64_t T, const int *len, bool left, int64_t 
     }
 }
 
-static cJSON *int_matrix(const int32_t *v, int64_t B, int64_t T)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int64_t b = 0; b < B; b++) {
-        cJSON *row = cJSON_CreateArray();
-        for (int64_t t = 0; t < T; t++)
-            cJSON_AddItemToArray(row, cJSON_CreateNumber(v[b * T + t]));
-        cJSON_AddItemToArray(a, row);
-    }
-    return a;
-}
-
-static cJSON *float_matrix(const float *v, int64_t B, int64_t D)
+/* B rows of D numbers: v_int[b * D + t] or, when v_int is NULL, v_float[b * D + t]. */
+static cJSON *matrix(const int32_t *v_int, const float *v_float, int64_t B, int64_t D)
 {
     cJSON *a = cJSON_CreateArray();
     for (int64_t b = 0; b < B; b++) {
         cJSON *row = cJSON_CreateArray();
         for (int64_t t = 0; t < D; t++)
-            cJSON_AddItemToArray(row, cJSON_CreateNumber(v[b * D + t]));
+            cJSON_AddItemToArray(row, cJSON_CreateNumber(v_int ? (double)v_int[b * D + t]
+                                                               : (double)v_float[b * D + t]));
         cJSON_AddItemToArray(a, row);
     }
     return a;
@@ -91,9 +79,9 @@ static void check_case(const char *dir, const char *name, struct sn_model *m,
         cJSON_AddStringToObject(j, "adapter", adapter_dir);
     else
         cJSON_AddNullToObject(j, "adapter");
-    cJSON_AddItemToObject(j, "ids", int_matrix(ids, B, T));
-    cJSON_AddItemToObject(j, "mask", int_matrix(mask, B, T));
-    cJSON_AddItemToObject(j, "hidden", float_matrix(hid, B, c->hidden_size));
+    cJSON_AddItemToObject(j, "ids", matrix(ids, NULL, B, T));
+    cJSON_AddItemToObject(j, "mask", matrix(mask, NULL, B, T));
+    cJSON_AddItemToObject(j, "hidden", matrix(NULL, hid, B, c->hidden_size));
     cJSON *ra = cJSON_CreateArray();
     for (int64_t b = 0; b < B; b++)
         cJSON_AddItemToArray(ra, cJSON_CreateNumber(rew[b]));
@@ -161,23 +149,11 @@ int main(void)
         CHECK(rg[b] == r_right[b]);
 
     /* 2. LoRA on all seven projections with non-zero B, saved as PEFT files and reloaded */
-    struct sn_lora_config lc = sn_lora_default_config();
-    lc.r = 4;
-    lc.alpha = 8;
-    lc.targets = SN_LORA_ALL_TARGETS;
-    CHECK(sn_model_lora_attach(gen, &lc, &err) == SN_OK);
     struct sn_param *ps = NULL;
     size_t np = 0;
-    CHECK(sn_model_trainable_params(gen, &ps, &np, &err) == SN_OK);
+    CHECK(sn_test_lora_attach_all(gen, 4, 8, &ps, &np, &err) == SN_OK);
     CHECK(np == (size_t)(2 * 7 * c.num_hidden_layers + 1));
-    struct sn_aten_gen *g = NULL;
-    CHECK(sn_aten_gen_create(99, SN_CPU, &g, &err) == SN_OK);
-    bool gm = sn_aten_no_grad_enter();
-    for (size_t i = 0; i < np; i++)
-        if (strstr(ps[i].name, "lora_B"))
-            CHECK(sn_test_randomize(ps[i].t, 0.2, g) == SN_OK);
-    sn_aten_no_grad_exit(gm);
-    sn_aten_gen_free(g);
+    CHECK(sn_test_randomize_lora_b(ps, np, 0.2, 99) == SN_OK);
     free(ps);
     CHECK(sn_model_adapter_save(gen, adir, mdir, &err) == SN_OK);
     CHECK(sn_model_adapter_load(m, adir, &err) == SN_OK);

@@ -15,15 +15,6 @@ static const char *bin(void)
     return b ? b : "./sentinel";
 }
 
-static char *pj(const char *a, const char *b)
-{
-    static char buf[8][1200];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", a, b);
-    return buf[k];
-}
-
 static int read_floats(const char *path, float *out, int max)
 {
     FILE *f = fopen(path, "r");
@@ -34,13 +25,6 @@ static int read_floats(const char *path, float *out, int max)
         n++;
     fclose(f);
     return n;
-}
-
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
 }
 
 static bool file_has(const char *path, const char *needle)
@@ -78,16 +62,16 @@ int main(void)
 
     /* three sequences of different lengths; --batch 2 pads the first batch */
     int32_t s0[5] = {1, 2, 3, 4, 5}, s1[2] = {500, 7}, s2[3] = {9, 9, 9};
-    write_text(pj(dir, "ids.txt"), "1 2 3 4 5\n500 7\n  9 9\t9 \n");
+    sn_test_write_file(sn_test_path(dir, "ids.txt"), "1 2 3 4 5\n500 7\n  9 9\t9 \n");
     float want[3];
     struct sn_model_batch b0 = {s0, NULL, 1, 5}, b1 = {s1, NULL, 1, 2}, b2 = {s2, NULL, 1, 3};
     CHECK(sn_model_forward_host(m, &b0, &want[0], NULL, &err) == SN_OK);
     CHECK(sn_model_forward_host(m, &b1, &want[1], NULL, &err) == SN_OK);
     CHECK(sn_model_forward_host(m, &b2, &want[2], NULL, &err) == SN_OK);
     CHECK(sn_test_sh("'%s' score --model '%s' --ids --batch 2 < '%s' > '%s'", bin(), mdir,
-                     pj(dir, "ids.txt"), pj(dir, "out.txt")) == 0);
+                     sn_test_path(dir, "ids.txt"), sn_test_path(dir, "out.txt")) == 0);
     float got[8] = {0};
-    CHECK(read_floats(pj(dir, "out.txt"), got, 8) == 3);
+    CHECK(read_floats(sn_test_path(dir, "out.txt"), got, 8) == 3);
     for (int i = 0; i < 3; i++)
         CHECK_CLOSE(got[i], want[i], 2e-6, 2e-6); /* %.6f rounding; padded f32 batch */
     CHECK(fabsf(want[0] - want[1]) > 1e-3f); /* the rows really differ */
@@ -105,8 +89,8 @@ int main(void)
     CHECK(sn_model_forward_host(m, &b1, &wa[1], NULL, &err) == SN_OK);
     CHECK(sn_model_forward_host(m, &b2, &wa[2], NULL, &err) == SN_OK);
     CHECK(sn_test_sh("'%s' score --model '%s' --adapter '%s' --ids < '%s' > '%s'", bin(), mdir,
-                     adir, pj(dir, "ids.txt"), pj(dir, "out2.txt")) == 0);
-    CHECK(read_floats(pj(dir, "out2.txt"), got, 8) == 3);
+                     adir, sn_test_path(dir, "ids.txt"), sn_test_path(dir, "out2.txt")) == 0);
+    CHECK(read_floats(sn_test_path(dir, "out2.txt"), got, 8) == 3);
     for (int i = 0; i < 3; i++)
         CHECK_CLOSE(got[i], wa[i], 2e-6, 2e-6);
     CHECK(fabsf(wa[0] - want[0]) > 1e-3f);
@@ -114,58 +98,58 @@ int main(void)
     /* no head anywhere: a model dir without score.weight and no adapter */
     sn_model_free(m);
     CHECK(sn_test_sh("rm -rf '%s' && mkdir -p '%s' && cp '%s' '%s'", nohead, nohead,
-                     pj(mdir, "config.json"), pj(nohead, "config.json")) == 0);
+                     sn_test_path(mdir, "config.json"), sn_test_path(nohead, "config.json")) == 0);
     {
         struct sn_st_file *f = NULL;
         struct sn_st_writer *w = NULL;
-        CHECK(sn_st_open(pj(mdir, "model.safetensors"), &f, &err) == SN_OK);
+        CHECK(sn_st_open(sn_test_path(mdir, "model.safetensors"), &f, &err) == SN_OK);
         CHECK(sn_st_writer_create(&w, &err) == SN_OK);
         for (size_t i = 0; f && w && i < sn_st_count(f); i++) {
             const struct sn_st_tensor *t = sn_st_get(f, i);
             if (strcmp(t->name, "score.weight"))
                 sn_st_writer_add(w, t->name, t->dtype, t->n_dims, t->shape, t->data, &err);
         }
-        CHECK(w && sn_st_writer_save(w, pj(nohead, "model.safetensors"), &err) == SN_OK);
+        CHECK(w && sn_st_writer_save(w, sn_test_path(nohead, "model.safetensors"), &err) == SN_OK);
         sn_st_writer_free(w);
         sn_st_close(f);
     }
     CHECK(sn_test_sh("'%s' score --model '%s' --ids < '%s' > /dev/null 2> '%s'", bin(), nohead,
-                     pj(dir, "ids.txt"), pj(dir, "err0.txt")) == 1);
-    CHECK(file_has(pj(dir, "err0.txt"), "no reward head"));
+                     sn_test_path(dir, "ids.txt"), sn_test_path(dir, "err0.txt")) == 1);
+    CHECK(file_has(sn_test_path(dir, "err0.txt"), "no reward head"));
     /* ... but an adapter with a head makes it scoreable */
     CHECK(sn_test_sh("'%s' score --model '%s' --adapter '%s' --ids < '%s' > '%s'", bin(), nohead,
-                     adir, pj(dir, "ids.txt"), pj(dir, "out4.txt")) == 0);
-    CHECK(read_floats(pj(dir, "out4.txt"), got, 8) == 3);
+                     adir, sn_test_path(dir, "ids.txt"), sn_test_path(dir, "out4.txt")) == 0);
+    CHECK(read_floats(sn_test_path(dir, "out4.txt"), got, 8) == 3);
     for (int i = 0; i < 3; i++)
         CHECK_CLOSE(got[i], wa[i], 2e-6, 2e-6);
 
     /* bad id line, empty line, missing --model */
-    write_text(pj(dir, "bad.txt"), "1 2\n3 x4 5\n");
+    sn_test_write_file(sn_test_path(dir, "bad.txt"), "1 2\n3 x4 5\n");
     CHECK(sn_test_sh("'%s' score --model '%s' --ids < '%s' > /dev/null 2> '%s'", bin(), mdir,
-                     pj(dir, "bad.txt"), pj(dir, "err1.txt")) == 1);
-    CHECK(file_has(pj(dir, "err1.txt"), "stdin:2: 'x4' is not a token id"));
-    write_text(pj(dir, "range.txt"), "1 2\n\n");
+                     sn_test_path(dir, "bad.txt"), sn_test_path(dir, "err1.txt")) == 1);
+    CHECK(file_has(sn_test_path(dir, "err1.txt"), "stdin:2: 'x4' is not a token id"));
+    sn_test_write_file(sn_test_path(dir, "range.txt"), "1 2\n\n");
     CHECK(sn_test_sh("'%s' score --model '%s' --ids < '%s' > /dev/null 2> '%s'", bin(), mdir,
-                     pj(dir, "range.txt"), pj(dir, "err2.txt")) == 1);
-    CHECK(file_has(pj(dir, "err2.txt"), "stdin:2: empty sequence"));
-    write_text(pj(dir, "oov.txt"), "1 512\n");
+                     sn_test_path(dir, "range.txt"), sn_test_path(dir, "err2.txt")) == 1);
+    CHECK(file_has(sn_test_path(dir, "err2.txt"), "stdin:2: empty sequence"));
+    sn_test_write_file(sn_test_path(dir, "oov.txt"), "1 512\n");
     CHECK(sn_test_sh("'%s' score --model '%s' --ids < '%s' > /dev/null 2> '%s'", bin(), mdir,
-                     pj(dir, "oov.txt"), pj(dir, "err3.txt")) == 1);
-    CHECK(file_has(pj(dir, "err3.txt"), "stdin:1: token id 512 outside the vocabulary"));
-    CHECK(sn_test_sh("'%s' score --help > '%s'", bin(), pj(dir, "help.txt")) == 0);
-    CHECK(file_has(pj(dir, "help.txt"), "--adapter DIR"));
+                     sn_test_path(dir, "oov.txt"), sn_test_path(dir, "err3.txt")) == 1);
+    CHECK(file_has(sn_test_path(dir, "err3.txt"), "stdin:1: token id 512 outside the vocabulary"));
+    CHECK(sn_test_sh("'%s' score --help > '%s'", bin(), sn_test_path(dir, "help.txt")) == 0);
+    CHECK(file_has(sn_test_path(dir, "help.txt"), "--adapter DIR"));
     /* usage errors exit 2 before any model is loaded */
     CHECK(sn_test_sh("'%s' score --ids --batch 0 < /dev/null 2> '%s'", bin(),
-                     pj(dir, "err4.txt")) == 2);
-    CHECK(file_has(pj(dir, "err4.txt"), "--batch"));
+                     sn_test_path(dir, "err4.txt")) == 2);
+    CHECK(file_has(sn_test_path(dir, "err4.txt"), "--batch"));
 
     /* text mode: needs MODEL_DIR/tokenizer.json */
     CHECK(sn_test_sh("echo hello | '%s' score --model '%s' > /dev/null 2> '%s'", bin(), mdir,
-                     pj(dir, "err5.txt")) == 1);
-    CHECK(file_has(pj(dir, "err5.txt"), "tokenizer.json"));
-    if (sn_tokenizer_write_demo(pj(mdir, "tokenizer.json"), &err) == SN_OK) {
+                     sn_test_path(dir, "err5.txt")) == 1);
+    CHECK(file_has(sn_test_path(dir, "err5.txt"), "tokenizer.json"));
+    if (sn_tokenizer_write_demo(sn_test_path(mdir, "tokenizer.json"), &err) == SN_OK) {
         struct sn_tokenizer *tok = NULL;
-        CHECK(sn_tokenizer_open(pj(mdir, "tokenizer.json"), &tok, &err) == SN_OK);
+        CHECK(sn_tokenizer_open(sn_test_path(mdir, "tokenizer.json"), &tok, &err) == SN_OK);
         struct sn_ids ids = {0};
         const char *text = "The answer is (B).";
         CHECK(tok && sn_tokenizer_encode(tok, text, strlen(text), &ids, &err) == SN_OK);
@@ -176,10 +160,10 @@ int main(void)
             struct sn_model_batch bt = {ids.v, NULL, 1, (int64_t)ids.n};
             CHECK(sn_model_forward_host(m3, &bt, &wt, NULL, &err) == SN_OK);
         }
-        write_text(pj(dir, "text.txt"), "The answer is (B).\n");
+        sn_test_write_file(sn_test_path(dir, "text.txt"), "The answer is (B).\n");
         CHECK(sn_test_sh("'%s' score --model '%s' < '%s' > '%s'", bin(), mdir,
-                         pj(dir, "text.txt"), pj(dir, "out3.txt")) == 0);
-        CHECK(read_floats(pj(dir, "out3.txt"), got, 8) == 1);
+                         sn_test_path(dir, "text.txt"), sn_test_path(dir, "out3.txt")) == 0);
+        CHECK(read_floats(sn_test_path(dir, "out3.txt"), got, 8) == 1);
         CHECK_CLOSE(got[0], wt, 1.5e-6, 0);
         sn_model_free(m3);
         sn_ids_free(&ids);

@@ -36,3 +36,31 @@ const char *sn_test_dir(const char *name)
     }
     return path;
 }
+
+const char *sn_test_path(const char *dir, const char *name)
+{
+    static char buf[8][2300];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+void sn_test_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fputs(text, f) == EOF || fclose(f) != 0) {
+        perror(path);
+        exit(2);
+    }
+}
+
+const char *sn_test_bin(void)
+{
+    const char *bin = getenv("SENTINEL_BIN");
+    if (!bin) {
+        fprintf(stderr, "SENTINEL_BIN is not set\n");
+        exit(1);
+    }
+    return bin;
+}

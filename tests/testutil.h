@@ -57,6 +57,13 @@ int sn_test_done(void);
 /* A fresh empty directory under $SENTINEL_TMP (or /tmp) named after the test; returns a
 ** static string. */
 const char *sn_test_dir(const char *name);
+/* dir + "/" + name in one of 8 static buffers used in turn (so up to 8 results may be live at
+** once). */
+const char *sn_test_path(const char *dir, const char *name);
+/* Writes text to path (replacing it); exits with status 2 if the file cannot be written. */
+void sn_test_write_file(const char *path, const char *text);
+/* $SENTINEL_BIN, the sentinel program under test; exits with status 1 if it is not set. */
+const char *sn_test_bin(void);
 /* Runs a shell command, returns its exit status (or -1). */
 int sn_test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #endif

@@ -4,6 +4,7 @@
 #define SN_TESTUTIL_ATEN_H
 #include "aten/aten.h"
 #include "tests/testutil.h"
+#include "train/train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +31,36 @@ static inline int sn_test_randomize(struct sn_tensor *t, double std, struct sn_a
     if (!rc)
         rc = sn_aten_copy_(t, r, &e);
     sn_tensor_free(r);
+    return rc;
+}
+
+/* Attaches LoRA of rank r and lora_alpha alpha on all seven projections of m and returns the
+** trainable params in *ps, *np (free(*ps)). SN_OK or the first error, in err. */
+static inline int sn_test_lora_attach_all(struct sn_model *m, int r, double alpha,
+                                          struct sn_param **ps, size_t *np, struct sn_err *err)
+{
+    struct sn_lora_config lc = sn_lora_default_config();
+    lc.r = r;
+    lc.alpha = alpha;
+    lc.targets = SN_LORA_ALL_TARGETS;
+    int rc = sn_model_lora_attach(m, &lc, err);
+    return rc ? rc : sn_model_trainable_params(m, ps, np, err);
+}
+
+/* Gives every lora_B factor among ps[0..np) N(0, std²) values drawn from a CPU generator seeded
+** with seed, under no-grad (a fresh adapter has B = 0: its rewards and ∂L/∂A tell nothing). */
+static inline int sn_test_randomize_lora_b(const struct sn_param *ps, size_t np, double std,
+                                           uint64_t seed)
+{
+    struct sn_err e = {0};
+    struct sn_aten_gen *g = NULL;
+    int rc = sn_aten_gen_create(seed, SN_CPU, &g, &e);
+    bool gm = sn_aten_no_grad_enter();
+    for (size_t i = 0; i < np && !rc; i++)
+        if (strstr(ps[i].name, "lora_B"))
+            rc = sn_test_randomize(ps[i].t, std, g);
+    sn_aten_no_grad_exit(gm);
+    sn_aten_gen_free(g);
     return rc;
 }
 
@@ -62,6 +93,57 @@ static inline int sn_test_fd_compare(const char *what, int param, struct sn_tens
             fprintf(stderr, "FAIL %s: param %d [%zu]: analytic %.12g, finite diff %.12g\n", what,
                     param, j, an[j], fd);
     }
+    return bad;
+}
+/* A function under a gradient check: builds f(p) from the params, returns a NEW tensor. */
+typedef struct sn_tensor *(*sn_test_forward_fn)(struct sn_tensor *const *p, void *ctx);
+/* The test's scalar loss of f(p) (e.g. sum(f(p) ⊙ R) with R made on the first call and kept
+** in *R); returns a NEW tensor. */
+typedef struct sn_tensor *(*sn_test_loss_of_fn)(sn_test_forward_fn f, struct sn_tensor *const *p,
+                                                void *ctx, struct sn_tensor **R);
+struct sn_test_fd_args {
+    sn_test_loss_of_fn       loss_of;
+    sn_test_forward_fn       f;
+    struct sn_tensor *const *p;
+    void                    *ctx;
+    struct sn_tensor       **R;
+};
+
+/* The value of a->loss_of without autograd, as an sn_test_loss_fn (v: struct sn_test_fd_args),
+** NAN where the loss could not be built. */
+static inline double sn_test_fd_loss(void *v)
+{
+    struct sn_test_fd_args *a = (struct sn_test_fd_args *)v;
+    struct sn_err e = {0};
+    bool g = sn_aten_no_grad_enter();
+    struct sn_tensor *l = a->loss_of(a->f, a->p, a->ctx, a->R);
+    double val = NAN;
+    if (l) {
+        int rc = sn_aten_item_f64(l, &val, &e);
+        CHECK_MSG(rc == SN_OK, "rc %d: %s", rc, e.msg);
+    }
+    sn_tensor_free(l);
+    sn_aten_no_grad_exit(g);
+    return val;
+}
+
+/* The analytic gradient grad of param x (a contiguous f64 CPU leaf) against central
+** differences of loss, as sn_test_fd_compare; returns the number of elements off. */
+static inline int sn_test_fd_check_grad(const char *what, int param, struct sn_tensor *x,
+                                        const struct sn_tensor *grad, sn_test_loss_fn loss,
+                                        void *ctx, double *worst)
+{
+    struct sn_err e = {0};
+    size_t ne = (size_t)sn_tensor_numel(x);
+    double *an = (double *)malloc(ne * sizeof *an);
+    int rc = an ? sn_aten_to_host(grad, an, SN_DTYPE_F64, ne, &e) : SN_E_NOMEM;
+    CHECK_MSG(rc == SN_OK, "rc %d: %s", rc, e.msg);
+    double *xd = (double *)sn_tensor_data_ptr(x);
+    CHECK(xd != NULL && sn_tensor_dtype(x) == SN_DTYPE_F64);
+    int bad = 0;
+    if (rc == SN_OK && xd)
+        bad = sn_test_fd_compare(what, param, x, an, loss, ctx, worst);
+    free(an);
     return bad;
 }
 #endif

@@ -453,35 +453,34 @@ static struct tstate *tstate_get(const struct sn_tokenizer *ctok, bool *temp)
     return st;
 }
 
+/* Reallocates the array *pp (pp: the address of any object pointer) to n elements of size
+** sz; false, *pp unchanged, when out of memory. */
+static bool grow_array(void *pp, size_t n, size_t sz)
+{
+    void *old, *a;
+    memcpy(&old, pp, sizeof old);
+    a = sn_realloc(old, n * sz);
+    if (!a)
+        return false;
+    memcpy(pp, &a, sizeof a);
+    return true;
+}
+
 static int tstate_reserve(struct tstate *st, size_t n, bool heap, struct sn_err *err)
 {
     if (n > st->cap_sym) {
         size_t cap = pow2_at_least(n);
-        int32_t *a = sn_realloc(st->sym, cap * sizeof *a);
-        if (a)
-            st->sym = a;
-        int32_t *b = a ? sn_realloc(st->prv, cap * sizeof *b) : NULL;
-        if (b)
-            st->prv = b;
-        int32_t *c = b ? sn_realloc(st->nxt, cap * sizeof *c) : NULL;
-        if (c)
-            st->nxt = c;
-        uint32_t *d = c ? sn_realloc(st->rk, cap * sizeof *d) : NULL;
-        if (d)
-            st->rk = d;
-        int32_t *e = d ? sn_realloc(st->nw, cap * sizeof *e) : NULL;
-        if (e)
-            st->nw = e;
-        if (!e)
+        if (!grow_array(&st->sym, cap, sizeof *st->sym) ||
+            !grow_array(&st->prv, cap, sizeof *st->prv) ||
+            !grow_array(&st->nxt, cap, sizeof *st->nxt) ||
+            !grow_array(&st->rk, cap, sizeof *st->rk) || !grow_array(&st->nw, cap, sizeof *st->nw))
             return sn_err_set(err, SN_E_NOMEM, "tokenizer: out of memory for a %zu-byte word", n);
         st->cap_sym = cap;
     }
     if (heap && 3 * n > st->cap_heap) {
         size_t cap = pow2_at_least(3 * n);
-        struct heap_entry *h = sn_realloc(st->heap, cap * sizeof *h);
-        if (!h)
+        if (!grow_array(&st->heap, cap, sizeof *st->heap))
             return sn_err_set(err, SN_E_NOMEM, "tokenizer: out of memory for a %zu-byte word", n);
-        st->heap = h;
         st->cap_heap = cap;
     }
     return SN_OK;
