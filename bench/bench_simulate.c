@@ -59,7 +59,7 @@ int main(int argc, char **argv)
     }
     cJSON *cfg = cJSON_Parse("{\"kind\":\"sim\"}");
     struct sn_llm_backend *b;
-    if (sn_llm_backend_open(cfg, &b, &err)) {
+    if (sn_sim_endpoint_open(cfg, &b, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }

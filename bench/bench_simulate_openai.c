@@ -1,5 +1,5 @@
 /* bench/bench_simulate_openai.c: throughput and memory of the `openai` backend
-** (data/sim/openai.c) against an endpoint that answers after a fixed latency
+** (llm/openai.c) against an endpoint that answers after a fixed latency
 ** (tests/servers/fake_openai.py --latency-ms 100; bench/simulate_openai.sh starts it).
 **
 **   bench_simulate_openai --base-url URL [--n 1280] [--concurrency 64] [--callers 128]
@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "data/sim/backend.h"
+#include "llm/llm.h"
 
 struct shared {
     struct sn_llm_backend *b;

@@ -8,7 +8,7 @@
 ** process raise SIGKILL right after the K-th tuple it tokenized and handed to the shard set,
 ** so tests can interrupt a build at a deterministic point mid-shard. */
 #include "cli/cli.h"
-#include "data/sim/backend.h"
+#include "data/sim/sim.h" /* sn_sim_endpoint_open: "sim" endpoints, refused by the builder */
 #include "data/tuples.h"
 
 #include <errno.h>
@@ -344,11 +344,11 @@ int sn_cmd_build(int argc, char **argv)
         status = err.code == SN_E_UNSUPPORTED ? sn_cli_unavailable("build", err.msg)
                                               : sn_cli_fail("build", &err);
     }
-    if (!status && sum_ep && sn_llm_backend_open(sum_ep, &llm.summary, &err)) {
+    if (!status && sum_ep && sn_sim_endpoint_open(sum_ep, &llm.summary, &err)) {
         sn_err_wrap(&err, "build.summary_endpoint");
         status = sn_cli_fail("build", &err);
     }
-    if (!status && ref_ep && sn_llm_backend_open(ref_ep, &llm.reference, &err)) {
+    if (!status && ref_ep && sn_sim_endpoint_open(ref_ep, &llm.reference, &err)) {
         sn_err_wrap(&err, "build.reference_endpoint");
         status = sn_cli_fail("build", &err);
     }

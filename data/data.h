@@ -5,14 +5,14 @@
 **                      neutral JSONL, built-in synthetic) and answer extraction
 **   data/trajectory.h  reading trajectory files (sentinel.trajectory/1)
 **   data/sim/sim.h     the debate engine, attacks, defenses hook, `simulate` runs
-**   data/sim/backend.h LLM backends (OpenAI-compatible over libcurl, built-in sim agents)
+**   llm/llm.h          LLM backends (OpenAI-compatible over libcurl; the sim agents: sim.h)
 **   data/tuples.h      (context, chosen, rejected, reference) tuple builder
 **   data/shard.h       tokenized HDF5 shards, manifest, readers */
 #ifndef SN_DATA_H
 #define SN_DATA_H
 #include "data/question.h"
 #include "data/trajectory.h"
-#include "data/sim/backend.h"
+#include "llm/llm.h"
 #include "data/sim/sim.h"
 #include "data/tuples.h"
 #include "data/shard.h"

@@ -2,7 +2,7 @@
 ** selection rules and layout in docs/formats.md). */
 #include "data/tuples.h"
 #include "data/question.h"
-#include "data/sim/backend.h"
+#include "llm/llm.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -766,7 +766,7 @@ static int llm_reference(void *user, const struct sn_traj *t, size_t round, stru
 
 static bool is_sim(struct sn_llm_backend *be)
 {
-    return be && be->ops && be->ops->kind && !strcmp(be->ops->kind, "sim");
+    return be && !strcmp(sn_llm_backend_kind(be), "sim");
 }
 
 int sn_tuples_use_llm(struct sn_tuples_params *p, struct sn_tuples_llm *llm, struct sn_err *err)

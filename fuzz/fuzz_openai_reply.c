@@ -1,5 +1,5 @@
 /* fuzz/fuzz_openai_reply.c: the `openai` backend's handling of what a server sends
-** (data/sim/openai_parse.c) on arbitrary bytes: the reply parser, the error-text extractor and
+** (llm/openai_parse.c) on arbitrary bytes: the reply parser, the error-text extractor and
 ** the Retry-After parser. Invariants (abort on violation): parsing is deterministic; a success
 ** yields a NUL-terminated text and token counts >= -1; a failure leaves the reply untouched and
 ** a bounded reason; error text is bounded, printable ASCII, and never holds the secret; a
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/sim/openai_internal.h"
+#include "llm/openai_internal.h"
 
 #define SECRET "sk-fuzz-SECRET"
 

@@ -1,15 +1,15 @@
-# tests/openai.cmake: extra registration for the `openai` backend tests (data/sim/openai.c).
-# test_data_openai_unit and test_data_openai_http are picked up by the test_*.c glob; the HTTP
+# tests/openai.cmake: extra registration for the `openai` backend tests (llm/openai.c).
+# test_llm_openai_unit and test_llm_openai_http are picked up by the test_*.c glob; the HTTP
 # test starts tests/servers/fake_openai.py (Debian's /usr/bin/python3, standard library only)
 # and must finish well inside a minute.
-if(TEST test_data_openai_http)
-  set_tests_properties(test_data_openai_http PROPERTIES TIMEOUT 90 LABELS "openai")
+if(TEST test_llm_openai_http)
+  set_tests_properties(test_llm_openai_http PROPERTIES TIMEOUT 90 LABELS "openai")
 endif()
 if(TEST test_data_openai_simulate) # runs $SENTINEL_BIN simulate against the fake server
   set_tests_properties(test_data_openai_simulate PROPERTIES TIMEOUT 90 LABELS "openai")
 endif()
-if(TEST test_data_openai_unit)
-  set_tests_properties(test_data_openai_unit PROPERTIES LABELS "openai")
+if(TEST test_llm_openai_unit)
+  set_tests_properties(test_llm_openai_unit PROPERTIES LABELS "openai")
 endif()
 # The fake server itself must at least compile and answer --help.
 add_test(NAME openai_fake_server_help

@@ -6,7 +6,7 @@
 ** from trajectories, errors and cache; a second run into a fresh directory with the same cache
 ** makes server requests only for the failing item and writes the same trajectories (latency
 ** aside); a third run into the first directory retries only the failed item. */
-#include "tests/test_data_openai_server.h"
+#include "tests/testutil_openai.h"
 #include "tests/testutil.h"
 
 #define SECRET "sk-e2e-SECRET-feedfacecafe"

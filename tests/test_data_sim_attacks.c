@@ -67,7 +67,7 @@ static void test_collaboration(void)
     x.rhetoric = "mixed";
     struct rec_backend *rb = rec_open(NULL);
     struct setup_store ss;
-    mk_setup(&ss, &x, &rb->base);
+    mk_setup(&ss, &x, rb->base);
     int slots_seen[5] = {0};
     for (size_t qi = 0; qi < 8; qi++) {
         rec_reset(rb);
@@ -124,7 +124,7 @@ static void test_collaboration(void)
     for (int k = 0; k < 5; k++)
         used += slots_seen[k] > 0;
     CHECK(used >= 3);
-    rec_close(&rb->base);
+    sn_llm_backend_close(rb->base);
 }
 
 static void test_placement(void)
@@ -177,7 +177,7 @@ static void test_aitm(void)
         mk_exp(&x, "aitm", SN_SCEN_AITM, 5, 2, 3, (enum sn_strategy)st, NULL, NULL);
         struct rec_backend *rb = rec_open(NULL);
         struct setup_store ss;
-        mk_setup(&ss, &x, &rb->base);
+        mk_setup(&ss, &x, rb->base);
         for (size_t qi = 0; qi < 6; qi++) {
             rec_reset(rb);
             cJSON *traj = run_debate(&ss.s, &qs->items[qi], 0);
@@ -260,7 +260,7 @@ static void test_aitm(void)
             }
             cJSON_Delete(traj);
         }
-        rec_close(&rb->base);
+        sn_llm_backend_close(rb->base);
     }
 }
 
@@ -298,7 +298,7 @@ static void test_defense(void)
     x.defense.scorer.score = len_scorer;
     struct rec_backend *rb = rec_open(NULL);
     struct setup_store ss;
-    mk_setup(&ss, &x, &rb->base);
+    mk_setup(&ss, &x, rb->base);
     cJSON *traj = run_debate(&ss.s, &qs->items[1], 0);
     CHECK(traj);
     uint32_t bl[5] = {0};
@@ -341,7 +341,7 @@ static void test_defense(void)
         }
     CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(traj, "defense"), "bottom_k") != NULL);
     cJSON_Delete(traj);
-    rec_close(&rb->base);
+    sn_llm_backend_close(rb->base);
 }
 
 static void test_options(void)
@@ -351,7 +351,7 @@ static void test_options(void)
     /* determinism: same inputs, same line; another replicate, another debate */
     mk_exp(&x, "det", SN_SCEN_COLLABORATION, 5, 2, 3, SN_STRAT_ONE_BY_ONE, NULL, NULL);
     struct rec_backend *rb = rec_open(NULL);
-    mk_setup(&ss, &x, &rb->base);
+    mk_setup(&ss, &x, rb->base);
     struct sn_buf l1 = {0}, l2 = {0}, l3 = {0};
     struct sn_err err = {0};
     CHECK(sn_debate_run(&ss.s, &qs->items[4], 0, &l1, NULL, &err) == SN_OK);
@@ -414,13 +414,13 @@ static void test_options(void)
     CHECK(jstr_of(msg_of(traj, 1, 0), "draft") == NULL);
     cJSON_Delete(traj);
     x.self_reflection = false;
-    rec_close(&rb->base);
+    sn_llm_backend_close(rb->base);
 
     /* early stop on consensus: perfectly competent honest agents agree at round 0 */
     mk_exp(&x, "early", SN_SCEN_NONE, 4, 0, 5, SN_STRAT_SIMULTANEOUS, NULL, NULL);
     x.early_stop = true;
     rb = rec_open("{\"kind\":\"sim\",\"competence\":1.0,\"reresolve\":0}");
-    mk_setup(&ss, &x, &rb->base);
+    mk_setup(&ss, &x, rb->base);
     traj = run_debate(&ss.s, &qs->items[0], 0);
     const cJSON *fin = cJSON_GetObjectItem(traj, "final");
     CHECK(cJSON_IsTrue(cJSON_GetObjectItem(fin, "stopped_early")));
@@ -438,24 +438,24 @@ static void test_options(void)
     CHECK(jstr_of(fin, "judge_answer") && !strcmp(jstr_of(fin, "judge_answer"),
                                                  jstr_of(fin, "answer")));
     cJSON_Delete(traj);
-    rec_close(&rb->base);
+    sn_llm_backend_close(rb->base);
 
     /* competence 0 agents are never right at round 0; majority is then wrong */
     mk_exp(&x, "dumb", SN_SCEN_NONE, 3, 0, 1, SN_STRAT_SIMULTANEOUS, NULL, NULL);
     rb = rec_open("{\"kind\":\"sim\",\"competence\":0.0}");
-    mk_setup(&ss, &x, &rb->base);
+    mk_setup(&ss, &x, rb->base);
     traj = run_debate(&ss.s, &qs->items[0], 0);
     for (int k = 0; k < 3; k++)
         CHECK(strcmp(jstr_of(msg_of(traj, 0, k), "answer"), jstr_of(traj, "gold")) != 0);
     CHECK(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(traj, "final"), "correct")));
     cJSON_Delete(traj);
-    rec_close(&rb->base);
+    sn_llm_backend_close(rb->base);
 
     /* autoinject: rewritten messages carry the original and the injected target */
     mk_exp(&x, "ai", SN_SCEN_AUTOINJECT, 5, 2, 5, SN_STRAT_SIMULTANEOUS, NULL, NULL);
     x.injection_rate = 0.5;
     rb = rec_open(NULL);
-    mk_setup(&ss, &x, &rb->base);
+    mk_setup(&ss, &x, rb->base);
     int n_inj = 0, n_faulty_msgs = 0;
     for (size_t qi = 0; qi < 8; qi++) {
         traj = run_debate(&ss.s, &qs->items[qi], 0);
@@ -476,19 +476,19 @@ static void test_options(void)
     }
     CHECK(n_faulty_msgs == 8 * 5 * 2);
     CHECK(n_inj > n_faulty_msgs / 4 && n_inj < 3 * n_faulty_msgs / 4); /* rate 0.5 */
-    rec_close(&rb->base);
+    sn_llm_backend_close(rb->base);
 
     /* prompt injection: the injected text reaches honest agents and names the target */
     mk_exp(&x, "pi", SN_SCEN_PROMPT_INJECTION, 5, 1, 2, SN_STRAT_SIMULTANEOUS, NULL, NULL);
     rb = rec_open(NULL);
-    mk_setup(&ss, &x, &rb->base);
+    mk_setup(&ss, &x, rb->base);
     traj = run_debate(&ss.s, &qs->items[2], 0);
     for (int k = 0; k < 5; k++)
         if (!strcmp(role_of(traj, k), "adversary"))
             CHECK(strstr(jstr_of(msg_of(traj, 0, k), "text"), "Ignore all previous "
                                                                 "instructions") != NULL);
     cJSON_Delete(traj);
-    rec_close(&rb->base);
+    sn_llm_backend_close(rb->base);
 }
 
 /* Prompt overrides render the recipe's template; an unknown placeholder is an error. */
@@ -521,7 +521,7 @@ static void test_debate_alloc_failures(void)
     struct sn_llm_backend *b;
     struct sn_err err = {0};
     cJSON *cfg = cJSON_Parse("{\"kind\":\"sim\"}");
-    CHECK(sn_llm_backend_open(cfg, &b, &err) == SN_OK);
+    CHECK(sn_sim_endpoint_open(cfg, &b, &err) == SN_OK);
     cJSON_Delete(cfg);
     struct setup_store ss;
     mk_setup(&ss, &x, b);
@@ -560,7 +560,9 @@ static const struct sn_llm_backend_ops garble_ops = {"garble", garble_complete, 
 
 static void test_unparsed_and_llm_extract(void)
 {
-    struct sn_llm_backend gb = {.ops = &garble_ops};
+    struct sn_llm_backend *gb = NULL;
+    struct sn_err gerr = {0};
+    CHECK(sn_llm_backend_create(&garble_ops, NULL, "garble", &gb, &gerr) == SN_OK);
     struct sn_experiment x;
     struct setup_store ss;
     const struct sn_question *q = NULL;
@@ -569,7 +571,7 @@ static void test_unparsed_and_llm_extract(void)
             q = &qs->items[i];
     CHECK(q != NULL);
     mk_exp(&x, "garble", SN_SCEN_NONE, 3, 0, 2, SN_STRAT_SIMULTANEOUS, NULL, NULL);
-    mk_setup(&ss, &x, &gb);
+    mk_setup(&ss, &x, gb);
     cJSON *traj = run_debate(&ss.s, q, 0);
     for (int k = 0; k < 3; k++) {
         const cJSON *m = msg_of(traj, 1, k);
@@ -590,6 +592,7 @@ static void test_unparsed_and_llm_extract(void)
     }
     CHECK_STR(jstr_of(cJSON_GetObjectItem(traj, "final"), "answer"), "B");
     cJSON_Delete(traj);
+    sn_llm_backend_close(gb);
 }
 
 int main(void)

@@ -20,7 +20,7 @@ struct rec_call {
 };
 
 struct rec_backend {
-    struct sn_llm_backend base;
+    struct sn_llm_backend *base; /* the handle around this recorder (sn_llm_backend_create) */
     struct sn_llm_backend *inner;
     struct rec_call *calls;
     size_t n, cap;
@@ -31,7 +31,7 @@ static char *xdup(const char *s) { return s ? strdup(s) : NULL; }
 static int rec_complete(struct sn_llm_backend *b, const struct sn_llm_request *req,
                         struct sn_llm_reply *out, struct sn_err *err)
 {
-    struct rec_backend *rb = (struct rec_backend *)b;
+    struct rec_backend *rb = sn_llm_backend_impl(b);
     const struct sn_sim_hint *h = req->sim_hint;
     int rc = sn_llm_complete(rb->inner, req, out, err);
     if (rc)
@@ -80,9 +80,10 @@ static void rec_reset(struct rec_backend *rb)
     rb->n = 0;
 }
 
+/* ops->close: frees the recorder; close the handle with sn_llm_backend_close(rb->base). */
 static void rec_close(struct sn_llm_backend *b)
 {
-    struct rec_backend *rb = (struct rec_backend *)b;
+    struct rec_backend *rb = sn_llm_backend_impl(b);
     rec_reset(rb);
     free(rb->calls);
     sn_llm_backend_close(rb->inner);
@@ -94,11 +95,13 @@ static const struct sn_llm_backend_ops rec_ops = {"record", rec_complete, rec_cl
 static struct rec_backend *rec_open(const char *sim_config_json)
 {
     struct rec_backend *rb = calloc(1, sizeof *rb);
-    rb->base.ops = &rec_ops;
-    snprintf(rb->base.describe, sizeof rb->base.describe, "record(sim)");
-    cJSON *cfg = cJSON_Parse(sim_config_json ? sim_config_json : "{\"kind\":\"sim\"}");
     struct sn_err err = {0};
-    if (sn_llm_backend_open(cfg, &rb->inner, &err)) {
+    if (sn_llm_backend_create(&rec_ops, rb, "record(sim)", &rb->base, &err)) {
+        fprintf(stderr, "record backend: %s\n", err.msg);
+        exit(2);
+    }
+    cJSON *cfg = cJSON_Parse(sim_config_json ? sim_config_json : "{\"kind\":\"sim\"}");
+    if (sn_sim_endpoint_open(cfg, &rb->inner, &err)) {
         fprintf(stderr, "sim open: %s\n", err.msg);
         exit(2);
     }

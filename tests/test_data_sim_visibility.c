@@ -34,11 +34,11 @@ static void check_one(const char *topo, enum sn_strategy st, const struct sn_que
     mk_exp(&x, "vis", sc, 5, n_adv, 3, st, topo, sc == SN_SCEN_NETSAFE ? "hub" : NULL);
     struct rec_backend *rb = rec_open(NULL);
     struct setup_store ss;
-    mk_setup(&ss, &x, &rb->base);
+    mk_setup(&ss, &x, rb->base);
     cJSON *traj = run_debate(&ss.s, q, 0);
     CHECK(traj != NULL);
     if (!traj) {
-        rec_close(&rb->base);
+        sn_llm_backend_close(rb->base);
         return;
     }
     int n_answer = 0;
@@ -83,7 +83,7 @@ static void check_one(const char *topo, enum sn_strategy st, const struct sn_que
     }
     CHECK(n_answer == 15); /* 5 agents x 3 rounds, everyone speaks */
     cJSON_Delete(traj);
-    rec_close(&rb->base);
+    sn_llm_backend_close(rb->base);
 }
 
 int main(void)
@@ -110,7 +110,7 @@ int main(void)
         mk_exp(&x, "vis2", SN_SCEN_NONE, 4, 0, 2, (enum sn_strategy)st, NULL, NULL);
         struct rec_backend *rb = rec_open(NULL);
         struct setup_store ss;
-        mk_setup(&ss, &x, &rb->base);
+        mk_setup(&ss, &x, rb->base);
         cJSON *traj = run_debate(&ss.s, &qs->items[0], 0);
         for (size_t c = 0; c < rb->n; c++) {
             const struct rec_call *rc = &rb->calls[c];
@@ -124,14 +124,14 @@ int main(void)
                 CHECK(rc->peer_round[i] == 0 && rc->peer_agent[i] < rc->agent);
         }
         cJSON_Delete(traj);
-        rec_close(&rb->base);
+        sn_llm_backend_close(rb->base);
     }
     /* the recorded topology is the graph that was used */
     mk_exp(&x, "vis3", SN_SCEN_NONE, 5, 0, 1, SN_STRAT_SIMULTANEOUS, "\"star\"", NULL);
     {
         struct rec_backend *rb = rec_open(NULL);
         struct setup_store ss;
-        mk_setup(&ss, &x, &rb->base);
+        mk_setup(&ss, &x, rb->base);
         cJSON *traj = run_debate(&ss.s, &qs->items[0], 0);
         const cJSON *edges = cJSON_GetObjectItem(cJSON_GetObjectItem(traj, "topology"), "edges");
         CHECK(cJSON_GetArraySize(edges) == 8); /* hub 0 <-> 4 spokes */
@@ -142,7 +142,7 @@ int main(void)
             CHECK((a == 0) != (b == 0));
         }
         cJSON_Delete(traj);
-        rec_close(&rb->base);
+        sn_llm_backend_close(rb->base);
     }
     sn_qset_free(qs);
     free_keep_alive();

@@ -14,9 +14,10 @@
 **     bytes; resume with other settings is refused;
 **   - an endpoint that always fails: exit 1, naming the trajectory and round;
 **   - recipe errors: unknown keys and endpoint names (did you mean), the sim backend. */
-#include "data/sim/backend.h"
+#include "data/sim/sim.h"
 #include "data/tuples.h"
-#include "tests/test_data_openai_server.h"
+#include "llm/llm.h"
+#include "tests/testutil_openai.h"
 #include "tests/testutil.h"
 #include "tokenizer/tokenizer.h"
 
@@ -217,7 +218,7 @@ int main(void)
     cJSON *simc = cJSON_Parse("{\"kind\":\"sim\"}");
     struct sn_tuples_llm sl;
     memset(&sl, 0, sizeof sl);
-    CHECK(sn_llm_backend_open(simc, &sl.summary, &err) == SN_OK);
+    CHECK(sn_sim_endpoint_open(simc, &sl.summary, &err) == SN_OK);
     err = (struct sn_err){0};
     struct sn_tuples_params sp = sn_tuples_default_params();
     CHECK(sn_tuples_use_llm(&sp, &sl, &err) == SN_E_ARG && strstr(err.msg, "sim backend"));

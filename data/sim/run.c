@@ -666,7 +666,7 @@ static int setup_run(struct run *R, const cJSON *recipe, struct sn_err *err)
     for (int i = 0; i < R->n_eps; i++) {
         if (!R->eps[i].used)
             continue;
-        if ((rc = sn_llm_backend_open(R->eps[i].config, &R->eps[i].b, err)))
+        if ((rc = sn_sim_endpoint_open(R->eps[i].config, &R->eps[i].b, err)))
             return sn_err_wrap(err, "simulate.endpoints.%s", R->eps[i].name);
     }
     /* datasets and setups */
@@ -1027,7 +1027,7 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
         ** meanwhile (measured: 0.85 of the concurrency/latency bound at 1x, 0.92 at 2x). */
         threads = 1;
         for (int i = 0; i < R.n_eps; i++)
-            if (R.eps[i].used && R.eps[i].b && strcmp(R.eps[i].b->ops->kind, "sim") != 0 &&
+            if (R.eps[i].used && R.eps[i].b && strcmp(sn_llm_backend_kind(R.eps[i].b), "sim") != 0 &&
                 2 * R.eps[i].concurrency > threads)
                 threads = 2 * R.eps[i].concurrency;
     }

@@ -12,13 +12,13 @@
 **               serialised as one trajectory line
 **   run.c       a `simulate` job: recipe -> experiments -> work list -> worker threads ->
 **               append-only gzip trajectories, resume, shards, errors file
-** The engine talks to LLMs only through data/sim/backend.h. A debate is a pure function of
+** The engine talks to LLMs only through llm/llm.h. A debate is a pure function of
 ** (experiment, item, replicate, seed, backend replies): thread timing never changes it. */
 #ifndef SN_DATA_SIM_SIM_H
 #define SN_DATA_SIM_SIM_H
 #include "common/common.h"
 #include "data/question.h"
-#include "data/sim/backend.h"
+#include "llm/llm.h"
 
 #define SN_PROMPT_VERSION "sentinel-prompts/1"
 #define SN_SIM_MAX_AGENTS 64
@@ -100,6 +100,13 @@ struct sn_sim_hint {
     int candidate;               /* best-of-N candidate index */
     bool injected;               /* autoinject faulty message */
 };
+
+/* The `sim` backend kind (llm/llm.h), e.g. {"kind":"sim","competence":0.8,...}; keys:
+** docs/simulate.md#behaviour. Unknown keys are an error naming the nearest valid one. */
+int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct sn_err *err);
+/* Opens a recipe endpoint of any kind a debate can use: "sim" here, "openai" (and whatever
+** else llm/ builds in) through sn_llm_backend_open_with. */
+int sn_sim_endpoint_open(const cJSON *config, struct sn_llm_backend **out, struct sn_err *err);
 
 /* The sim backend's persuasiveness estimate of a text in [0, 1] (cue-word model,
 ** docs/simulate.md#behaviour). Deterministic; used by sim agents and the sim judge. */

@@ -31,8 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-struct sim_backend {
-    struct sn_llm_backend base; /* first member (backend.h contract) */
+struct sim_backend { /* the impl of a handle made by sn_llm_backend_create (llm/llm.h) */
     double competence, w_self, w_reflect, w_consensus, w_truth, sway, reresolve, inj_susc;
     const char *comp_names[32];
     double      comp_values[32];
@@ -563,9 +562,8 @@ static size_t prompt_chars(const struct sn_llm_request *req)
 }
 
 /* Copies the atomic counters into the contract's stats (read without locking by callers). */
-static void publish_stats(struct sim_backend *sb)
+static void publish_stats(struct sim_backend *sb, struct sn_llm_stats *st)
 {
-    struct sn_llm_stats *st = &sb->base.stats;
     __atomic_store_n(&st->requests, atomic_load(&sb->requests), __ATOMIC_RELAXED);
     __atomic_store_n(&st->completed, atomic_load(&sb->completed), __ATOMIC_RELAXED);
     __atomic_store_n(&st->prompt_tokens, atomic_load(&sb->prompt_tokens), __ATOMIC_RELAXED);
@@ -576,26 +574,27 @@ static void publish_stats(struct sim_backend *sb)
 static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *req,
                         struct sn_llm_reply *out, struct sn_err *err)
 {
-    struct sim_backend *sb = (struct sim_backend *)bb;
+    struct sim_backend *sb = sn_llm_backend_impl(bb);
+    struct sn_llm_stats *st = sn_llm_backend_counters(bb);
     const struct sn_sim_hint *h = req->sim_hint;
     double t0 = sn_now();
     uint64_t nth = atomic_fetch_add(&sb->requests, 1);
-    __atomic_store_n(&sb->base.stats.requests, nth + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->requests, nth + 1, __ATOMIC_RELAXED);
     if ((int64_t)nth < sb->fail_calls) {
         atomic_fetch_add(&sb->failed, 1);
-        __atomic_store_n(&sb->base.stats.failed, atomic_load(&sb->failed), __ATOMIC_RELAXED);
+        __atomic_store_n(&st->failed, atomic_load(&sb->failed), __ATOMIC_RELAXED);
         return sn_err_set(err, SN_E_BACKEND, "sim: injected failure %llu of %lld (fail_calls)",
                           (unsigned long long)nth + 1, (long long)sb->fail_calls);
     }
     if (sb->delay_ms > 0) {
         atomic_fetch_add(&sb->in_flight, 1);
-        __atomic_store_n(&sb->base.stats.in_flight, atomic_load(&sb->in_flight),
+        __atomic_store_n(&st->in_flight, atomic_load(&sb->in_flight),
                          __ATOMIC_RELAXED);
         struct timespec ts = {(time_t)(sb->delay_ms / 1000),
                               (long)(fmod(sb->delay_ms, 1000.0) * 1e6)};
         nanosleep(&ts, NULL);
         atomic_fetch_sub(&sb->in_flight, 1);
-        __atomic_store_n(&sb->base.stats.in_flight, atomic_load(&sb->in_flight),
+        __atomic_store_n(&st->in_flight, atomic_load(&sb->in_flight),
                          __ATOMIC_RELAXED);
     }
     if (!h || h->magic != SN_SIM_HINT_MAGIC || !h->q)
@@ -707,15 +706,15 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
     atomic_fetch_add(&sb->completed, 1);
     atomic_fetch_add(&sb->prompt_tokens, (uint64_t)out->prompt_tokens);
     atomic_fetch_add(&sb->completion_tokens, (uint64_t)out->completion_tokens);
-    publish_stats(sb);
+    publish_stats(sb, st);
     return SN_OK;
 }
 
-static void sim_close(struct sn_llm_backend *b) { sn_free(b); }
+static void sim_close(struct sn_llm_backend *b) { sn_free(sn_llm_backend_impl(b)); }
 
 static const struct sn_llm_backend_ops sim_ops = {"sim", sim_complete, sim_close};
 
-int sn_llm_sim_open(const cJSON *config, struct sn_llm_backend **out, struct sn_err *err)
+int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct sn_err *err)
 {
     static const char *const keys[] = {"kind", "model", "competence", "competence_by_dataset",
                                        "self_weight", "reflect_weight", "consensus_weight",
@@ -730,7 +729,6 @@ int sn_llm_sim_open(const cJSON *config, struct sn_llm_backend **out, struct sn_
     struct sim_backend *sb = sn_calloc(1, sizeof *sb);
     if (!sb)
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
-    sb->base.ops = &sim_ops;
     const char *model;
     if ((rc = sn_json_get_double(config, where, "competence", 0.75, &sb->competence, err)) ||
         (rc = sn_json_get_double(config, where, "self_weight", 1.0, &sb->w_self, err)) ||
@@ -779,9 +777,18 @@ int sn_llm_sim_open(const cJSON *config, struct sn_llm_backend **out, struct sn_
             sb->comp_values[sb->n_comp++] = c->valuedouble;
         }
     }
-    snprintf(sb->base.describe, sizeof sb->base.describe,
+    char describe[256];
+    snprintf(describe, sizeof describe,
              "sim: built-in simulated agents v1 (model=%s competence=%.2f)", model,
              sb->competence);
-    *out = &sb->base;
-    return SN_OK;
+    rc = sn_llm_backend_create(&sim_ops, sb, describe, out, err);
+    if (rc)
+        sn_free(sb);
+    return rc;
+}
+
+int sn_sim_endpoint_open(const cJSON *config, struct sn_llm_backend **out, struct sn_err *err)
+{
+    static const struct sn_llm_kind kinds[] = {{"sim", sn_sim_backend_open}};
+    return sn_llm_backend_open_with(config, kinds, sizeof kinds / sizeof kinds[0], out, err);
 }

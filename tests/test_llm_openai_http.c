@@ -1,4 +1,4 @@
-/* tests/test_data_openai_http.c: the `openai` backend (data/sim/openai.c) against the loopback
+/* tests/test_llm_openai_http.c: the `openai` backend (llm/openai.c) against the loopback
 ** server tests/servers/fake_openai.py, started here on a free port and stopped at the end.
 ** Checks: the request body and headers the server received; the concurrency bound actually
 ** reached (and never exceeded) with many more callers than slots; retries on 429, 500, timeouts,
@@ -12,8 +12,8 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
-#include "data/sim/openai_internal.h"
-#include "tests/test_data_openai_server.h"
+#include "llm/openai_internal.h"
+#include "tests/testutil_openai.h"
 #include "tests/testutil.h"
 
 #define SECRET "sk-test-SECRET-0123456789abcdef"
@@ -32,7 +32,7 @@ static struct sn_llm_backend *open_cfg(const char *fmt, ...)
     cJSON *j = cJSON_Parse(text);
     struct sn_llm_backend *b = NULL;
     struct sn_err err = { 0 };
-    int rc = sn_llm_backend_open(j, &b, &err); /* dispatch on "kind" (data/sim/backend.c) */
+    int rc = sn_llm_backend_open(j, &b, &err); /* dispatch on "kind" (llm/backend.c) */
     CHECK_MSG(rc == SN_OK, "open %s: %s", text, err.msg);
     cJSON_Delete(j);
     return b;

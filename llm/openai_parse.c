@@ -1,8 +1,8 @@
-/* data/sim/openai_parse.c: reply parsing, server error text, Retry-After and backoff for the
-** `openai` backend (data/sim/openai.c). Pure functions, no I/O; the fuzz target
+/* llm/openai_parse.c: reply parsing, server error text, Retry-After and backoff for the
+** `openai` backend (llm/openai.c). Pure functions, no I/O; the fuzz target
 ** fuzz/fuzz_openai_reply.c drives sn_openai_parse_reply with hostile bodies.
-** Rules: docs/openai.md ("Retries", "Replies"); OpenAI client semantics from
-** /work/shared/notes/ecosystem.md §3.4. */
+** Rules: docs/openai.md ("Retries", "Replies"), which follow the official OpenAI clients'
+** retry semantics. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include <curl/curl.h>
 
-#include "data/sim/openai_internal.h"
+#include "llm/openai_internal.h"
 
 void sn_openai_sanitize(const char *src, size_t len, const char *secret, char *out, size_t out_n)
 {

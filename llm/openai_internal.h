@@ -1,11 +1,11 @@
-/* data/sim/openai_internal.h: the pure pieces of the `openai` backend (data/sim/openai.c),
+/* llm/openai_internal.h: the pure pieces of the `openai` backend (llm/openai.c),
 ** exposed for tests and the reply-parser fuzz target. Nothing here does I/O.
 ** Rules and formats: docs/openai.md. */
-#ifndef SN_DATA_SIM_OPENAI_INTERNAL_H
-#define SN_DATA_SIM_OPENAI_INTERNAL_H
+#ifndef SN_LLM_OPENAI_INTERNAL_H
+#define SN_LLM_OPENAI_INTERNAL_H
 #include <time.h>
 
-#include "data/sim/backend.h"
+#include "llm/llm_internal.h"
 
 /* What sn_openai_parse_reply found. */
 enum sn_openai_parse {
@@ -45,7 +45,7 @@ bool sn_openai_retry_after(const char *retry_after_ms, const char *retry_after, 
                            double *delay_s);
 
 /* Backoff before retry number k (0 = the first retry): min(base · 2^k, max) · (1 − 0.25·u),
-** u in [0, 1) (the OpenAI client's rule, ecosystem notes §3.4). */
+** u in [0, 1) (the OpenAI clients' schedule, docs/openai.md "Retries"). */
 double sn_openai_backoff(int k, double base_s, double max_s, double u);
 
 /* Whether an HTTP status is retried: 408, 409, 429 and every status >= 500. */

@@ -1,7 +1,7 @@
-/* tests/test_data_openai_server.h: start, query and stop tests/servers/fake_openai.py from a C
-** test (static helpers, included by tests/test_data_openai_*.c only). */
-#ifndef SN_TEST_DATA_OPENAI_SERVER_H
-#define SN_TEST_DATA_OPENAI_SERVER_H
+/* tests/testutil_openai.h: start, query and stop tests/servers/fake_openai.py from a C test
+** (static helpers, included by tests/test_llm_openai_http.c and tests/test_data_openai_*.c). */
+#ifndef SN_TESTUTIL_OPENAI_H
+#define SN_TESTUTIL_OPENAI_H
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-/* data/sim/openai.c: the `openai` LLM backend (data/sim/backend.h): OpenAI-compatible
+/* llm/openai.c: the `openai` LLM backend (llm/llm.h): OpenAI-compatible
 ** POST {base_url}/chat/completions over libcurl, for vLLM, llama.cpp server, Ollama and hosted
 ** APIs. Config keys, retry rules, cache layout and what is recorded: docs/openai.md.
 **
@@ -9,7 +9,7 @@
 ** wakes the caller or puts the job back in the queue with a ready time (backoff or
 ** Retry-After). Jobs live on their caller's stack; the loop touches a job only while it is
 ** queued or active, and hands it back (done = true) under the lock. Close the backend only
-** after every caller has returned (backend.h); jobs still queued then fail with
+** after every caller has returned (llm/llm.h); jobs still queued then fail with
 ** SN_E_CANCELLED.
 **
 ** Secrets. The API key is read once from the environment variable named by `api_key_env` and
@@ -28,7 +28,7 @@
 
 #include <curl/curl.h>
 
-#include "data/sim/openai_internal.h"
+#include "llm/openai_internal.h"
 
 #define OA_CACHE_SCHEMA  "sentinel.openai_cache/1"
 #define OA_KEY_PREFIX    "sentinel.openai.request/1\n"
@@ -59,7 +59,7 @@ struct oa_job {
 };
 
 struct oa_backend {
-    struct sn_llm_backend base; /* first member (backend.h) */
+    struct sn_llm_backend base; /* first member (llm/llm_internal.h) */
     /* configuration (read-only after open) */
     char   *url;        /* {base_url}/chat/completions, credentials included if given */
     char   *public_url; /* base_url without credentials: messages, cache key, describe */

@@ -1,12 +1,12 @@
-/* tests/test_data_openai_unit.c: the pure pieces of the `openai` backend (data/sim/openai_parse.c)
+/* tests/test_llm_openai_unit.c: the pure pieces of the `openai` backend (llm/openai_parse.c)
 ** and its config validation: reply parsing (string, array, null content with and without
 ** reasoning, error objects, truncated JSON, usage), server error text with the key redacted,
-** Retry-After in its three forms, the backoff schedule (ecosystem notes §3.4) and credential
+** Retry-After in its three forms, the backoff schedule (docs/openai.md "Retries") and credential
 ** stripping. No server needed. */
 #include <string.h>
 #include <time.h>
 
-#include "data/sim/openai_internal.h"
+#include "llm/openai_internal.h"
 #include "tests/testutil.h"
 
 static enum sn_openai_parse parse(const char *body, struct sn_llm_reply *r, char *finish,
