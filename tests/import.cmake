@@ -1,9 +1,9 @@
 # tests/import.cmake: `sentinel import` on real debate logs (docs/formats.md "Imported
 # trajectories"), checked by an independent Python re-derivation. The vendored subset always
 # runs; the full stored set runs when SENTINEL_COLLAB_ATTACK_DIR names it (set here when
-# ../shared/data/collab-attack exists next to the source tree) and says it skipped otherwise.
+# a folder shared/data/collab-attack lies next to the source tree) and says it skipped otherwise.
 set(SN_IMPORT_ENV ${SN_TEST_ENV})
-# (../../shared too, for a git worktree kept one folder deeper than the main checkout)
+# (or one level further up, for a git worktree kept one folder deeper than the checkout)
 if(DEFINED ENV{SENTINEL_COLLAB_ATTACK_DIR})
   list(APPEND SN_IMPORT_ENV "SENTINEL_COLLAB_ATTACK_DIR=$ENV{SENTINEL_COLLAB_ATTACK_DIR}")
 else()
