@@ -1,4 +1,4 @@
-/* aten/aten.h: the C API over libtorch (ATen tensors, autograd, c10d). DESIGN.md §3.
+/* aten/aten.h: the C API over libtorch (ATen tensors, autograd, c10d). docs/design.md §3.
 **
 ** aten/ is the project's only C++. Nothing of C++ crosses this header: tensors are opaque
 ** handles, every call catches every exception and reports it through struct sn_err.

@@ -1,4 +1,4 @@
-// aten/aten_dist.cpp: data-parallel collectives over c10d (DESIGN.md §3, aten/aten.h
+// aten/aten_dist.cpp: data-parallel collectives over c10d (docs/design.md §3, aten/aten.h
 // "distributed"). Rank 0 hosts a TCPStore at MASTER_ADDR:MASTER_PORT; every rank joins a
 // ProcessGroupGloo (CPU) or, when libtorch has it and the device is CUDA, ProcessGroupNCCL.
 // A world of one opens nothing and every collective is a no-op.

@@ -1,6 +1,6 @@
 // aten/aten_internal.hpp: what the aten/ translation units share (C++ only, never included by
 // C code). Handles, dtype/device mapping, and the exception barrier every extern "C" entry
-// point goes through (STYLE.md §3: no C++ exception crosses the C API).
+// point goes through (docs/design.md §7: no C++ exception crosses the C API).
 #ifndef SN_ATEN_INTERNAL_HPP
 #define SN_ATEN_INTERNAL_HPP
 

@@ -1,9 +1,10 @@
-/* bench/bench_simulate.c: debates per second with the built-in `sim` backend (issue #6
-** "Benchmarks"): five agents, five rounds, collaboration attack (two adversaries), complete
+/* bench/bench_simulate.c: debates per second with the built-in `sim` backend (docs/simulate.md):
+** five agents, five rounds, collaboration attack (two adversaries), complete
 ** graph, simultaneous talk, on synthetic items, one thread. Reports the engine alone (debate
 ** + prompt rendering + trajectory JSON) and with the gzip member each debate costs on disk.
 ** Target: >= 1,000 debates/s/core. Usage: bench_simulate [seconds] */
-#include "data/data.h"
+#include "data/sim/sim.h"
+#include "data/trajectory.h"
 
 #include <stdlib.h>
 #include <string.h>

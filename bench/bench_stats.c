@@ -1,4 +1,4 @@
-/* bench/bench_stats.c: throughput of the group-dynamics metrics (issue #4 "Benchmarks").
+/* bench/bench_stats.c: throughput of the group-dynamics metrics.
 **
 **   bench_stats [--n N] [--files F] [--dir DIR] [--text-len L] [--seed S] [--bin SENTINEL]
 **

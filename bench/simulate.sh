@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/simulate.sh BUILD_DIR: debates/s with the sim backend (issue #6 "Benchmarks"):
+# bench/simulate.sh BUILD_DIR: debates/s with the sim backend:
 # the engine in process (bench_simulate), then `sentinel simulate` end to end (recipe parsing,
 # work list, worker thread, gzip members, fsync) on a 2,000-debate recipe, one thread.
 # The openai half lives in bench/simulate_openai.sh.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/stats.sh BUILD_DIR: `sentinel stats` throughput on 100,000 generated five-agent
-# five-round debates (issue #4: the whole metric set in < 10 s on one core, bounded memory).
+# five-round debates (aim: the whole metric set in < 10 s on one core, bounded memory).
 # Generation is not timed. Prints trajectories/s, seconds and peak RSS (full set and 1/10 set;
 # peak RSS through /usr/bin/time, Debian package `time`).
 set -eu

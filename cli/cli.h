@@ -1,4 +1,4 @@
-/* cli/cli.h: the `sentinel` command (DESIGN.md §1). One function per subcommand, each in
+/* cli/cli.h: the `sentinel` command (docs/design.md §1). One function per subcommand, each in
 ** cli/cmd_<name>.c, taking argv after the subcommand name's position (argv[0] = name) and
 ** returning the process exit status:
 **   0 success, 1 the job failed (message printed), 2 usage error, 3 subcommand not in this

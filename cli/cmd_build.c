@@ -1,4 +1,4 @@
-/* cli/cmd_build.c: `sentinel build` (DESIGN.md §1; usage in README.md (CLI reference)).
+/* cli/cmd_build.c: `sentinel build` (docs/design.md §1; usage in README.md (CLI reference)).
 ** Trajectories -> (context, chosen, rejected, reference) tuples -> tokenized HDF5 shards +
 ** manifest.json (data/tuples.h, data/shard.h). Options come from the recipe's `build` section,
 ** then --set overrides, then the command-line flags. Resumable: killed and re-run with the same
@@ -8,6 +8,7 @@
 ** process raise SIGKILL right after the K-th tuple it tokenized and handed to the shard set,
 ** so tests can interrupt a build at a deterministic point mid-shard. */
 #include "cli/cli.h"
+#include "data/build.h"
 #include "data/sim/sim.h" /* sn_sim_endpoint_open: "sim" endpoints, refused by the builder */
 #include "data/tuples.h"
 

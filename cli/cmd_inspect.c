@@ -1,4 +1,4 @@
-/* cli/cmd_inspect.c: `sentinel inspect` (DESIGN.md §1; usage in README.md (CLI reference)).
+/* cli/cmd_inspect.c: `sentinel inspect` (docs/design.md §1; usage in README.md (CLI reference)).
 ** What is inside a tuple shard (*.h5), a shard directory / manifest.json, or a trajectory file
 ** (*.jsonl, *.jsonl.gz). Checkpoints, GGUF and safetensors files are recognised and refused
 ** with exit status 3 (not supported by this build yet). --json prints a machine-readable dump

@@ -1,4 +1,4 @@
-/* cli/cmd_run.c: `sentinel run` (DESIGN.md §1). This stage is not part of this build yet:
+/* cli/cmd_run.c: `sentinel run` (docs/design.md §1). This stage is not part of this build yet:
 ** it says so and exits with SN_EXIT_UNAVAILABLE (3), distinct from failures. */
 #include "cli/cli.h"
 

@@ -1,4 +1,4 @@
-/* cli/cmd_score.c: `sentinel score` (DESIGN.md §1; usage in README.md (CLI reference)).
+/* cli/cmd_score.c: `sentinel score` (docs/design.md §1; usage in README.md (CLI reference)).
 ** Training-side scoring: the Qwen2 reward model of train/ (libtorch, f32 on the CPU) loaded
 ** from a HF model directory, optionally with a PEFT adapter checkpoint, reads one sequence per
 ** stdin line (token ids with --ids, else text tokenized with MODEL_DIR/tokenizer.json) and

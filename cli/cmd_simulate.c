@@ -1,4 +1,4 @@
-/* cli/cmd_simulate.c: `sentinel simulate` (DESIGN.md §1; README.md (CLI reference)): debates
+/* cli/cmd_simulate.c: `sentinel simulate` (docs/design.md §1; README.md (CLI reference)): debates
 ** under attack -> trajectories. The work is data/sim/run.c; this file parses options, loads
 ** the recipe with --set overrides, and turns SIGINT/SIGTERM into a clean stop (the output stays
 ** valid and a re-run continues). */

@@ -1,4 +1,4 @@
-/* cli/cmd_stats.c: `sentinel stats` (DESIGN.md §1, §4 "Group metrics"; issue #4). Reads
+/* cli/cmd_stats.c: `sentinel stats` (docs/design.md §1, §4 "Group metrics"). Reads
 ** trajectory files in one streaming pass (two with --adversary-effective) and prints the
 ** group-dynamics metrics as a table, JSON and/or CSV. `sentinel stats panels --rates B,H,A`
 ** does the matched-panel arithmetic on three given rates. Definitions: docs/formats.md. */
@@ -16,7 +16,7 @@ static void usage(FILE *f)
 "usage: sentinel stats [options] TRAJ...\n"
 "       sentinel stats panels --rates B,H,A [--json OUT]\n"
 "\n"
-"Group-dynamics metrics of debates under attack (DESIGN.md §4): SDI, FAT, ASR, NAC,\n"
+"Group-dynamics metrics of debates under attack (docs/design.md §4): SDI, FAT, ASR, NAC,\n"
 "consensus per round, accuracy per round (per agent, honest-slot mean, panel decision) and\n"
 "its deltas, revision regimes (kept-correct, kept-wrong, DC, DM, P(D=1), P(DM|D=1)), flip\n"
 "rate, Wilson 95%% intervals, mean ± SD over replicates, matched panels.\n"

@@ -1,4 +1,4 @@
-/* cli/cmd_tokenize.c: `sentinel tokenize` (DESIGN.md §1; usage in README.md (CLI reference)).
+/* cli/cmd_tokenize.c: `sentinel tokenize` (docs/design.md §1; usage in README.md (CLI reference)).
 ** stdin lines -> one line of space-separated ids per input line, or back with --decode.
 ** --json: texts are JSON strings, one per line, so newlines inside a text survive.
 ** --threads N: each batch of lines is cut into N contiguous runs encoded in parallel; output
@@ -198,32 +198,6 @@ static int json_quote(const char *t, size_t n, struct sn_buf *out, struct sn_err
     return sn_buf_append(out, "\"", 1, err);
 }
 
-static bool utf8_valid(const unsigned char *s, size_t n, size_t *bad)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t k = c < 0x80 ? 0 : c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2
-                 : c >= 0xF0 && c <= 0xF4 ? 3 : 9;
-        if (k == 9 || n - i <= k)
-            goto no;
-        uint32_t cp = c & (0x7Fu >> k);
-        for (size_t j = 1; j <= k; j++) {
-            if ((s[i + j] & 0xC0) != 0x80)
-                goto no;
-            cp = cp << 6 | (s[i + j] & 0x3Fu);
-        }
-        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            goto no;
-        i += k + 1;
-    }
-    return true;
-no:
-    *bad = i;
-    return false;
-}
-
 static int parse_ids(const char *s, size_t n, struct sn_ids *ids, struct sn_err *err)
 {
     size_t i = 0;
@@ -291,7 +265,7 @@ static void *run_job(void *arg)
             if ((rc = parse_ids(s, n, &ids, &jb->err)) ||
                 (rc = sn_tokenizer_decode(jb->tok, ids.v, ids.n, &t, &tl, &jb->err)))
                 goto fail;
-            if (jb->json && !utf8_valid((unsigned char *)t, tl, &bad)) {
+            if (jb->json && !sn_utf8_valid(t, tl, &bad)) {
                 sn_free(t);
                 sn_err_set(&jb->err, SN_E_FORMAT, "the ids decode to bytes that are not UTF-8 "
                            "(offset %zu), which a JSON string cannot carry", bad);

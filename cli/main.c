@@ -1,4 +1,4 @@
-/* cli/main.c: `sentinel` entry point and subcommand table (DESIGN.md §1). */
+/* cli/main.c: `sentinel` entry point and subcommand table (docs/design.md §1). */
 #include "cli/cli.h"
 
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* common/common.h: what every sentinel module shares.
 **
-** Errors (struct sn_err, STYLE.md §3), logging, allocation with an injectable failure for tests,
+** Errors (struct sn_err, docs/design.md §7), logging, allocation with an injectable failure for tests,
 ** growing buffers with a ceiling, whole-file reads, atomic writes (temp + fsync + rename),
 ** line readers over plain or gzip files, a seeded RNG, SHA-256, a TTY-aware progress bar, and
-** JSON recipes with `--set a.b=value` overrides (DESIGN.md §1, §5).
+** JSON recipes with `--set a.b=value` overrides (docs/design.md §1, §5).
 **
 ** Ownership: every _open/_create has a matching _close/_free that accepts NULL. Functions
 ** that can fail return an enum sn_status and fill the caller's struct sn_err (first failure wins).
@@ -83,7 +83,7 @@ bool sn_mul_ok(size_t a, size_t b, size_t *out);
 ** library has no such controls (non-glibc) or refused a value. */
 bool sn_tune_host_allocator(size_t bytes);
 
-/* A growing byte buffer with a ceiling (STYLE.md §5). Always NUL-terminated after a successful
+/* A growing byte buffer with a ceiling (docs/design.md §7). Always NUL-terminated after a successful
 ** append, so text can be used as a C string. max 0 = 1 GiB. */
 struct sn_buf {
     char  *data;
@@ -178,11 +178,47 @@ int  sn_sha256_file(const char *path, char hex[65], struct sn_err *err);
 /* 64-bit FNV-1a, for in-memory hash tables (not for anything stored). */
 uint64_t sn_hash64(const void *data, size_t n);
 
+/* An open-addressing hash map from byte strings to size_t values (linear probing, load <= 1/2,
+** capacity a power of two). Keys are copied (with a NUL after them, so a text key reads as a C
+** string); they may hold any bytes, digests included. Zero-initialise; sn_strmap_free releases.
+** Slots are not in insertion order: iterate nothing that is printed in slot order. */
+struct sn_strmap_slot {
+    char  *key; /* NULL: empty slot */
+    size_t len;
+    size_t val;
+};
+struct sn_strmap {
+    struct sn_strmap_slot *slots;
+    size_t cap, n;
+};
+/* The value stored under key, or NULL when key is absent (borrowed; valid until the next put). */
+size_t *sn_strmap_find(const struct sn_strmap *m, const void *key, size_t len);
+bool sn_strmap_has(const struct sn_strmap *m, const void *key, size_t len);
+/* Inserts key with val unless it is present (then the stored value stays). *added (may be NULL)
+** says which happened. Fails only for memory (SN_E_NOMEM, "out of memory"). */
+int  sn_strmap_put(struct sn_strmap *m, const void *key, size_t len, size_t val, bool *added,
+                   struct sn_err *err);
+void sn_strmap_free(struct sn_strmap *m); /* back to the zero state */
+
+/* ---- text and paths ----------------------------------------------------------------------- */
+
+/* Strict UTF-8 (RFC 3629): rejects overlong forms, surrogates (U+D800..DFFF), code points above
+** U+10FFFF and truncated sequences; NUL bytes inside the n bytes are valid. On false, *bad (may
+** be NULL) is the offset of the first byte of the first invalid sequence. */
+bool sn_utf8_valid(const void *s, size_t n, size_t *bad);
+/* The same for a NUL-terminated string; NULL counts as the empty string. */
+bool sn_utf8_valid_str(const char *s);
+
+/* "dir/name" into buf (n bytes); SN_E_ARG ("<dir>/<name>: path too long") when it does not fit. */
+int   sn_path_join(char *buf, size_t n, const char *dir, const char *name, struct sn_err *err);
+/* "dir/name" in a new string (caller frees with sn_free); NULL when out of memory. */
+char *sn_path_join_new(const char *dir, const char *name);
+
 /* ---- time and progress -------------------------------------------------------------------- */
 
 double sn_now(void); /* monotonic seconds */
 
-/* A progress report for long jobs (DESIGN.md §1): on a terminal a live bar on stderr with
+/* A progress report for long jobs (docs/design.md §1): on a terminal a live bar on stderr with
 ** count, rate and ETA, redrawn at most 10 times a second; otherwise one plain line every
 ** `interval` seconds (default 10). total 0 = unknown. extra, if set, is called to append
 ** job-specific fields ("tok/s 1234  errors 0"). */
@@ -204,7 +240,7 @@ void sn_progress_finish(struct sn_progress *p, const char *summary); /* prints, 
 
 /* ---- JSON and recipes --------------------------------------------------------------------- */
 
-/* Recipes are JSON (DESIGN.md §5). cJSON is exposed here on purpose: it is the recipe's
+/* Recipes are JSON (docs/design.md §5). cJSON is exposed here on purpose: it is the recipe's
 ** in-memory form for every stage. */
 #include <cjson/cJSON.h>
 

@@ -93,7 +93,7 @@ void sn_log(enum sn_log_level level, const char *fmt, ...)
 
 /* ---- memory ---- */
 
-static uint64_t alloc_fail_at;  /* 0 = never; test hook (STYLE.md §8) */
+static uint64_t alloc_fail_at;  /* 0 = never; test hook (docs/design.md §7) */
 static uint64_t alloc_count;
 
 void sn_alloc_fail_after(uint64_t n)

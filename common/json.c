@@ -1,5 +1,5 @@
 /* common/json.c: JSON with positioned errors, recipes with --set overrides and key checks
-** (DESIGN.md §1 "Every option can come from the recipe ... and be overridden"). */
+** (docs/design.md §1 "Every option can come from the recipe ... and be overridden"). */
 #include "common/common.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* common/progress.c: progress reporting for long jobs (DESIGN.md §1): a live bar on a
+/* common/progress.c: progress reporting for long jobs (docs/design.md §1): a live bar on a
 ** terminal, periodic plain lines otherwise (logs of cluster jobs), with rate and ETA. */
 #include "common/common.h"
 

@@ -6,7 +6,7 @@
 ** object of string -> string), then the data section. Offsets are relative to the start of the
 ** data section.
 **
-** The reader treats the file as untrusted (STYLE.md §4): the header length is checked against
+** The reader treats the file as untrusted (docs/design.md §7): the header length is checked against
 ** the file size (and capped at 100 MB, as the reference implementation does), every offset pair
 ** must have begin <= end and lie inside the data section, dtype x shape must equal the byte count
 ** (overflow-checked), the ranges must tile the data section exactly (no overlap, no gap, nothing

@@ -1,5 +1,5 @@
-/* data/datasets.c: readers for the on-disk forms of the question datasets (issue #6
-** "Question datasets"; docs/simulate.md#datasets). Every error names file:line and what
+/* data/datasets.c: readers for the on-disk forms of the question datasets 
+** (docs/simulate.md#datasets). Every error names file:line and what
 ** was expected. The project ships none of these files; tests write small ones.
 **
 **   mmlu           header-less CSV rows `question,A,B,C,D,answer` (the hendrycks/test release;

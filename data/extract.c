@@ -1,5 +1,5 @@
-/* data/extract.c: final-answer extraction and numeric normalisation (DESIGN.md §4 "Labels";
-** issue #6 "Answer extraction"). Contract in data/question.h.
+/* data/extract.c: final-answer extraction and numeric normalisation (docs/design.md §4 "Labels";
+** docs/simulate.md#answers-and-extraction). Contract in data/question.h.
 **
 ** The classic mistakes of research code are regression-tested in tests/test_data_extract.c:
 ** taking the first capital letter ("The answer is B" -> "T"), concatenating digits

@@ -1,5 +1,5 @@
-/* data/question.h: question datasets and answer extraction (DESIGN.md §2 "questions", §4
-** "Labels"; issue #6). Input formats are described in docs/simulate.md#datasets.
+/* data/question.h: question datasets and answer extraction (docs/design.md §2 "questions", §4
+** "Labels"). Input formats are described in docs/simulate.md#datasets.
 **
 ** A dataset is loaded from a recipe spec object, e.g.
 **   {"kind":"mmlu","path":"data/mmlu/test","n":200,"seed":1,"subjects":["anatomy"]}

@@ -1,5 +1,5 @@
 /* data/shard.h: tokenized (context, chosen, rejected, reference) tuples in HDF5 shards, the
-** manifest that lists them, and readers for training (DESIGN.md §5 "Shard").
+** manifest that lists them, and readers for training (docs/design.md §5 "Shard").
 ** Exact layout: docs/formats.md (merged into docs/formats.md#shard).
 **
 **   shard file  <split>-<NNNNN>.h5, root attributes schema = "sentinel.tuples/1",

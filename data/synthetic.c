@@ -1,4 +1,4 @@
-/* data/synthetic.c: the built-in `synthetic` dataset (issue #6): seeded multiple-choice
+/* data/synthetic.c: the built-in `synthetic` dataset: seeded multiple-choice
 ** questions from a small table of facts and definitions, each with plausible distractors of
 ** the same type, and arithmetic word problems with worked solutions. Every item carries its
 ** gold explanation, so the whole pipeline runs with no download.

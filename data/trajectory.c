@@ -1,5 +1,6 @@
-/* data/trajectory.c: reader and validator for sentinel.trajectory/1 (docs/formats.md#trajectory).
-** A line is parsed with cJSON into a tree that the struct sn_traj keeps; the struct's strings
+/* data/trajectory.c: the writer, and the reader and validator, of sentinel.trajectory/1
+** (docs/formats.md#trajectory): the format's one home. The writer appends one line's object to
+** a buffer, fields in the documented order. A line is parsed with cJSON into a tree that the struct sn_traj keeps; the struct's strings
 ** point into it, so nothing is copied. Validation walks the tree once, naming the first field
 ** that is missing or has the wrong type. */
 #include "data/trajectory.h"
@@ -800,4 +801,242 @@ void sn_traj_reader_close(struct sn_traj_reader *r)
         return;
     sn_lines_close(r->lines);
     sn_free(r);
+}
+
+/* ---- writing ---- */
+
+/* s as a JSON string (NULL: null). Bytes >= 0x80 are copied as they are (UTF-8 passes). */
+static int js(struct sn_buf *b, const char *s, struct sn_err *err)
+{
+    if (!s)
+        return sn_buf_puts(b, "null", err);
+    char tmp[256];
+    size_t k = 0;
+    tmp[k++] = '"';
+    for (const unsigned char *p = (const unsigned char *)s;; p++) {
+        if (k > sizeof tmp - 8 || !*p) {
+            if (!*p)
+                tmp[k++] = '"';
+            if (sn_buf_append(b, tmp, k, err))
+                return err->code;
+            k = 0;
+            if (!*p)
+                break;
+        }
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            tmp[k++] = '\\';
+            tmp[k++] = (char)c;
+        } else if (c == '\n') {
+            tmp[k++] = '\\';
+            tmp[k++] = 'n';
+        } else if (c == '\t') {
+            tmp[k++] = '\\';
+            tmp[k++] = 't';
+        } else if (c == '\r') {
+            tmp[k++] = '\\';
+            tmp[k++] = 'r';
+        } else if (c < 0x20) {
+            k += (size_t)snprintf(tmp + k, 8, "\\u%04x", c);
+        } else {
+            tmp[k++] = (char)c;
+        }
+    }
+    return SN_OK;
+}
+
+#define PUTS(s)                                                                              \
+    do {                                                                                     \
+        if (sn_buf_puts(out, (s), err))                                                      \
+            return err->code;                                                                \
+    } while (0)
+#define PRINTF(...)                                                                          \
+    do {                                                                                     \
+        if (sn_buf_printf(out, err, __VA_ARGS__))                                            \
+            return err->code;                                                                \
+    } while (0)
+#define JS(s)                                                                                \
+    do {                                                                                     \
+        if (js(out, (s), err))                                                               \
+            return err->code;                                                                \
+    } while (0)
+
+static int write_msg(const struct sn_traj_out_msg *m, struct sn_buf *out, struct sn_err *err)
+{
+    PRINTF("{\"agent\":%d,\"text\":", m->agent);
+    JS(m->text);
+    PUTS(",\"answer\":");
+    JS(m->answer);
+    PRINTF(",\"parsed\":%s,\"latency_ms\":%.3f,\"prompt_tokens\":%ld,\"completion_tokens\":%ld",
+           m->parsed ? "true" : "false", m->latency_ms, m->prompt_tokens,
+           m->completion_tokens);
+    if (m->answer_from_llm)
+        PUTS(",\"answer_source\":\"llm\"");
+    if (m->draft) {
+        PUTS(",\"draft\":");
+        JS(m->draft);
+    }
+    if (m->original_text) {
+        PUTS(",\"injected\":true,\"original_text\":");
+        JS(m->original_text);
+        PUTS(",\"injected_target\":");
+        JS(m->injected_target);
+    }
+    if (m->candidates > 1)
+        PRINTF(",\"candidates\":%d", m->candidates);
+    if (m->n_deliveries) {
+        PUTS(",\"tampered\":true,\"deliveries\":[");
+        for (size_t v = 0; v < m->n_deliveries; v++) {
+            PRINTF("%s{\"to\":%d,\"text\":", v ? "," : "", m->deliveries[v].to);
+            JS(m->deliveries[v].text);
+            PUTS(",\"answer\":");
+            JS(m->deliveries[v].answer);
+            PUTS("}");
+        }
+        PUTS("]");
+    }
+    if (m->has_blacklist) {
+        PUTS(",\"blacklisted\":[");
+        bool first = true;
+        for (int j = 0; j < 64; j++)
+            if ((m->blacklist >> j) & 1) {
+                PRINTF("%s%d", first ? "" : ",", j);
+                first = false;
+            }
+        PUTS("]");
+    }
+    PUTS("}");
+    return SN_OK;
+}
+
+static int write_agent(const struct sn_traj_out_agent *a, int k, struct sn_buf *out,
+                       struct sn_err *err)
+{
+    PRINTF("%s{\"id\":%d,\"role\":", k ? "," : "", k);
+    JS(sn_role_name(a->role));
+    PUTS(",\"model\":");
+    JS(a->model);
+    PUTS(",\"backend\":");
+    JS(a->backend);
+    PUTS(",\"persona\":");
+    JS(a->persona);
+    if (a->position) {
+        PUTS(",\"position\":");
+        JS(a->position);
+    }
+    if (a->role == SN_ROLE_INTERCEPTOR) {
+        PUTS(",\"intercepts\":[");
+        for (size_t e = 0; e < a->n_intercepts; e++)
+            PRINTF("%s[%d,%d]", e ? "," : "", a->intercepts[e][0], a->intercepts[e][1]);
+        PUTS("]");
+    }
+    PUTS("}");
+    return SN_OK;
+}
+
+int sn_traj_write(const struct sn_traj_out *t, struct sn_buf *out, struct sn_err *err)
+{
+    PUTS("{\"schema\":\"" SN_TRAJ_SCHEMA "\",\"id\":");
+    JS(t->id);
+    PUTS(",\"experiment\":");
+    JS(t->experiment);
+    PUTS(",\"scenario\":");
+    JS(t->scenario);
+    PUTS(",\"dataset\":");
+    JS(t->dataset);
+    PUTS(",\"item_id\":");
+    JS(t->item_id);
+    PUTS(",\"subject\":");
+    JS(t->subject);
+    PUTS(",\"task\":");
+    JS(t->task_name);
+    PUTS(",\"question\":");
+    JS(t->question);
+    PUTS(",\"options\":[");
+    for (size_t i = 0; i < t->n_options; i++) {
+        if (i)
+            PUTS(",");
+        JS(t->options[i]);
+    }
+    PUTS("],\"gold\":");
+    JS(t->gold);
+    PUTS(",\"gold_explanation\":");
+    JS(t->gold_explanation);
+    PUTS(",\"adversarial_target\":");
+    JS(t->adversarial_target);
+    PUTS(",\"strategy\":");
+    JS(t->strategy);
+    PUTS(",\"topology\":{\"name\":");
+    JS(t->topology_name);
+    PRINTF(",\"n_agents\":%d,\"edges\":[", t->n_agents);
+    for (size_t e = 0; e < t->n_edges; e++)
+        PRINTF("%s[%d,%d]", e ? "," : "", t->edges[e][0], t->edges[e][1]);
+    PUTS("]},\"agents\":[");
+    for (int k = 0; k < t->n_agents; k++)
+        if (write_agent(&t->agents[k], k, out, err))
+            return err->code;
+    PUTS("],\"attack\":{\"name\":");
+    JS(t->attack.name);
+    if (t->attack.rhetoric) {
+        PUTS(",\"rhetoric\":");
+        JS(t->attack.rhetoric);
+    }
+    if (t->attack.placement) {
+        PUTS(",\"placement\":");
+        JS(t->attack.placement);
+        PRINTF(",\"n_attackers\":%d", t->attack.n_attackers);
+    }
+    if (t->attack.best_of_n > 0)
+        PRINTF(",\"best_of_n\":%d", t->attack.best_of_n);
+    if (t->attack.persona) {
+        PUTS(",\"persona\":");
+        JS(t->attack.persona);
+    }
+    if (t->attack.has_injection)
+        PRINTF(",\"injection_rate\":%g,\"adaptive\":%s", t->attack.injection_rate,
+               t->attack.adaptive ? "true" : "false");
+    PUTS("},\"defense\":{\"name\":");
+    JS(t->defense_name);
+    if (t->bottom_k >= 0)
+        PRINTF(",\"bottom_k\":%d", t->bottom_k);
+    PUTS("},\"rounds\":[");
+    const struct sn_traj_out_msg *m = t->msgs;
+    for (size_t r = 0; r < t->n_rounds; r++) {
+        PUTS(r ? ",[" : "[");
+        for (size_t k = 0; k < t->round_len[r]; k++, m++) {
+            if (k)
+                PUTS(",");
+            if (write_msg(m, out, err))
+                return err->code;
+        }
+        PUTS("]");
+    }
+    PUTS("],\"final\":{\"rule\":");
+    JS(t->final.rule);
+    PUTS(",\"answer\":");
+    JS(t->final.answer);
+    PRINTF(",\"correct\":%s,\"judge_answer\":", t->final.correct ? "true" : "false");
+    JS(t->final.judge_answer);
+    PRINTF(",\"stopped_early\":%s,\"n_rounds\":%lld},\"labels\":",
+           t->final.stopped_early ? "true" : "false", (long long)t->final.n_rounds);
+    if (t->labels) {
+        char *l = cJSON_PrintUnformatted(t->labels);
+        if (!l)
+            return sn_err_set(err, SN_E_NOMEM, "out of memory");
+        int rc = sn_buf_puts(out, l, err);
+        cJSON_free(l);
+        if (rc)
+            return rc;
+    } else {
+        PUTS("{}");
+    }
+    PRINTF(",\"seed\":%llu,\"replicate\":%d,\"backend\":", (unsigned long long)t->seed,
+           t->replicate);
+    JS(t->backend);
+    PUTS(",\"prompt_version\":");
+    JS(t->prompt_version);
+    PUTS(",\"sentinel_version\":");
+    JS(t->sentinel_version);
+    PUTS("}");
+    return SN_OK;
 }

@@ -1,5 +1,5 @@
-/* data/trajectory.h: reading trajectory files, schema sentinel.trajectory/1
-** (docs/formats.md#trajectory; DESIGN.md §5). One debate per line of gzip-compressed or plain
+/* data/trajectory.h: writing and reading trajectory files, schema sentinel.trajectory/1
+** (docs/formats.md#trajectory; docs/design.md §5). One debate per line of gzip-compressed or plain
 ** JSON Lines. The reader streams: one line in memory at a time, so a file of any size reads in
 ** bounded memory.
 **
@@ -128,5 +128,73 @@ uint64_t    sn_traj_reader_n_skipped(const struct sn_traj_reader *r);
 const char *sn_traj_reader_first_skip(const struct sn_traj_reader *r);
 const char *sn_traj_reader_path(const struct sn_traj_reader *r);
 void sn_traj_reader_close(struct sn_traj_reader *r); /* NULL is fine */
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* What the writer needs of a debate: the same fields the reader gives back, plus those it does
+** not read (answer_source, draft, injected_target, candidates). Strings NULL where the field is
+** optional mean "absent"; required ones NULL are written as null. All borrowed. */
+struct sn_traj_out_msg {
+    int         agent;
+    const char *text;
+    const char *answer;          /* NULL when unparsed */
+    bool        parsed;
+    double      latency_ms;
+    long        prompt_tokens, completion_tokens;
+    bool        answer_from_llm; /* "answer_source":"llm": from the second-pass extraction */
+    const char *draft;           /* self-reflection draft, or NULL */
+    const char *original_text;   /* set: "injected":true, original_text, injected_target */
+    const char *injected_target;
+    int         candidates;      /* written when > 1 */
+    const struct sn_traj_delivery *deliveries; /* n_deliveries > 0: "tampered":true */
+    size_t      n_deliveries;
+    bool        has_blacklist;   /* write "blacklisted" (a defense ran) */
+    uint64_t    blacklist;       /* bit j: agent j */
+};
+
+struct sn_traj_out_agent {
+    enum sn_role role;
+    const char  *model, *backend, *persona;
+    const char  *position;          /* NULL: absent (honest agents) */
+    const int  (*intercepts)[2];    /* written for interceptors */
+    size_t       n_intercepts;
+};
+
+struct sn_traj_out {
+    const char *id, *experiment, *scenario, *dataset, *item_id, *subject, *task_name;
+    const char *question;
+    const char *const *options;
+    size_t      n_options;
+    const char *gold, *gold_explanation, *adversarial_target, *strategy, *topology_name;
+    int         n_agents;
+    const int (*edges)[2];
+    size_t      n_edges;
+    const struct sn_traj_out_agent *agents; /* n_agents */
+    struct {
+        const char *name;
+        const char *rhetoric;       /* NULL: absent */
+        const char *placement;      /* NULL: absent, and n_attackers with it */
+        int         n_attackers;
+        int         best_of_n;      /* 0: absent */
+        const char *persona;        /* NULL: absent */
+        bool        has_injection;  /* injection_rate and adaptive */
+        double      injection_rate;
+        bool        adaptive;
+    } attack;
+    const char *defense_name;
+    int         bottom_k;           /* < 0: absent */
+    const struct sn_traj_out_msg *msgs; /* all rounds back to back, speaking order */
+    const size_t *round_len;            /* (n_rounds) messages per round */
+    size_t      n_rounds;
+    struct sn_traj_final final;
+    const cJSON *labels;            /* NULL: {} */
+    uint64_t    seed;
+    int         replicate;
+    const char *backend, *prompt_version, *sentinel_version;
+};
+
+/* Appends t as one JSON object (no newline) to out, starting with "schema":SN_TRAJ_SCHEMA.
+** On failure out may hold a partial object: the caller cuts it back. */
+int sn_traj_write(const struct sn_traj_out *t, struct sn_buf *out, struct sn_err *err);
 
 #endif

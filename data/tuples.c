@@ -1,4 +1,4 @@
-/* data/tuples.c: tuple builder and `sentinel build` (data/tuples.h; DESIGN.md §4 "Tuple";
+/* data/tuples.c: the tuple builder (data/tuples.h; docs/design.md §4 "Tuple";
 ** selection rules and layout in docs/formats.md). */
 #include "data/tuples.h"
 #include "data/question.h"
@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 static const char *const kind_names[] = {"adversary", "tampered", "misled", "wrong"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == SN_REJ_COUNT, "kinds");
@@ -189,12 +188,6 @@ static int extractive_entry(const struct sn_traj *t, size_t round, const struct 
 
 /* ---- de-duplication set of SHA-256 digests ---------------------------------------------- */
 
-struct digest_set {
-    uint8_t (*v)[32];
-    bool    *used;
-    size_t   cap, n;
-};
-
 static bool hex_to_digest(const char *hex, uint8_t d[32])
 {
     for (int i = 0; i < 32; i++) {
@@ -206,53 +199,14 @@ static bool hex_to_digest(const char *hex, uint8_t d[32])
     return true;
 }
 
-static size_t slot_of(const uint8_t d[32], size_t cap)
+/* Inserts d into the set of seen digests; *dup = true when it was there already. */
+static int digest_insert(struct sn_strmap *seen, const uint8_t d[32], bool *dup,
+                         struct sn_err *err)
 {
-    uint64_t k = 0;
-    for (int i = 0; i < 8; i++)
-        k = k << 8 | d[i];
-    return (size_t)(k & (cap - 1));
-}
-
-/* Inserts d; *dup = true when it was there already. */
-static int digest_insert(struct digest_set *s, const uint8_t d[32], bool *dup, struct sn_err *err)
-{
-    if ((s->n + 1) * 2 > s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 1024;
-        uint8_t (*nv)[32] = sn_calloc(nc, 32);
-        bool *nu = sn_calloc(nc, sizeof *nu);
-        if (!nv || !nu) {
-            sn_free(nv);
-            sn_free(nu);
-            return sn_err_set(err, SN_E_NOMEM, "de-duplication set: out of memory");
-        }
-        for (size_t i = 0; i < s->cap; i++) {
-            if (!s->used[i])
-                continue;
-            size_t j = slot_of(s->v[i], nc);
-            while (nu[j])
-                j = (j + 1) & (nc - 1);
-            memcpy(nv[j], s->v[i], 32);
-            nu[j] = true;
-        }
-        sn_free(s->v);
-        sn_free(s->used);
-        s->v = nv;
-        s->used = nu;
-        s->cap = nc;
-    }
-    size_t j = slot_of(d, s->cap);
-    while (s->used[j]) {
-        if (!memcmp(s->v[j], d, 32)) {
-            *dup = true;
-            return SN_OK;
-        }
-        j = (j + 1) & (s->cap - 1);
-    }
-    memcpy(s->v[j], d, 32);
-    s->used[j] = true;
-    s->n++;
-    *dup = false;
+    bool added = false;
+    if (sn_strmap_put(seen, d, 32, 0, &added, err))
+        return sn_err_wrap(err, "de-duplication set");
+    *dup = !added;
     return SN_OK;
 }
 
@@ -261,7 +215,7 @@ static int digest_insert(struct digest_set *s, const uint8_t d[32], bool *dup, s
 struct sn_tuples {
     struct sn_tuples_params p;
     uint64_t counts[SN_TC_COUNT];
-    struct digest_set seen;
+    struct sn_strmap seen; /* digests of the tuples written (dedup) */
 };
 
 int sn_tuples_create(const struct sn_tuples_params *p, struct sn_tuples **out, struct sn_err *err)
@@ -288,8 +242,7 @@ void sn_tuples_free(struct sn_tuples *b)
 {
     if (!b)
         return;
-    sn_free(b->seen.v);
-    sn_free(b->seen.used);
+    sn_strmap_free(&b->seen);
     sn_free(b);
 }
 
@@ -624,7 +577,7 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
     return rc;
 }
 
-/* ---- LLM summary and reference (issue #7; prompts versioned by their ids) ---------------- */
+/* ---- LLM summary and reference (prompts versioned by their ids) ---------------- */
 
 #define SUMMARY_SALT   0x53554d4dull /* "SUMM" */
 #define REFERENCE_SALT 0x52454631ull /* "REF1" */
@@ -801,302 +754,4 @@ int sn_tuples_use_llm(struct sn_tuples_params *p, struct sn_tuples_llm *llm, str
                      " max_tokens=%d", llm->max_tokens);
     }
     return SN_OK;
-}
-
-/* ---- sentinel build ---------------------------------------------------------------------- */
-
-/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool utf8_valid(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        unsigned c = *p;
-        size_t n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2
-                 : (c & 0xF8) == 0xF0 ? 3 : 9;
-        if (n == 9)
-            return false;
-        uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
-        for (size_t k = 1; k <= n; k++) {
-            if ((p[k] & 0xC0) != 0x80)
-                return false;
-            cp = cp << 6 | (p[k] & 0x3F);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        p += n + 1;
-    }
-    return true;
-}
-
-/* Every text the builder may use; `where` names the first bad one. */
-static bool utf8_all_valid(const struct sn_traj *t, char *where, size_t n)
-{
-    if (!utf8_valid(t->question)) {
-        snprintf(where, n, "question");
-        return false;
-    }
-    if (!utf8_valid(t->gold_explanation) || !utf8_valid(t->gold)) {
-        snprintf(where, n, utf8_valid(t->gold) ? "gold_explanation" : "gold");
-        return false;
-    }
-    for (size_t i = 0; i < t->n_options; i++)
-        if (!utf8_valid(t->options[i])) {
-            snprintf(where, n, "options[%zu]", i);
-            return false;
-        }
-    for (size_t r = 0; r < t->n_rounds; r++)
-        for (size_t k = 0; k < t->rounds[r].n_msgs; k++) {
-            const struct sn_traj_msg *m = &t->rounds[r].msgs[k];
-            if (!utf8_valid(m->text) || !utf8_valid(m->answer)) {
-                snprintf(where, n, "rounds[%zu][%zu].text", r, k);
-                return false;
-            }
-            for (size_t d = 0; d < m->n_deliveries; d++)
-                if (!utf8_valid(m->deliveries[d].text)) {
-                    snprintf(where, n, "rounds[%zu][%zu].deliveries[%zu].text", r, k, d);
-                    return false;
-                }
-        }
-    return true;
-}
-
-struct sn_build_params sn_build_default_params(void)
-{
-    struct sn_build_params p;
-    memset(&p, 0, sizeof p);
-    p.max_len = 1024;
-    p.shard_size = 4096;
-    p.deflate_level = 1;
-    p.tuples = sn_tuples_default_params();
-    return p;
-}
-
-struct build {
-    const struct sn_build_params *p;
-    struct sn_tokenizer *tok;
-    struct sn_shard_set *set;
-    struct sn_tuples *b;
-    struct sn_ids ids[SN_FIELD_COUNT];
-    struct sn_build_progress prog;
-};
-
-static void annotate(void *user, cJSON *manifest)
-{
-    struct build *bd = user;
-    cJSON *st = cJSON_AddObjectToObject(manifest, "stats");
-    for (int k = 0; st && k < SN_TC_COUNT; k++)
-        cJSON_AddNumberToObject(st, count_names[k], (double)sn_tuples_counts(bd->b)[k]);
-}
-
-static int on_tuple(void *user, const struct sn_tuple *t, struct sn_err *err)
-{
-    struct build *bd = user;
-    struct sn_shard_tuple st;
-    memset(&st, 0, sizeof st);
-    for (int f = 0; f < SN_FIELD_COUNT; f++)
-        st.text[f] = t->text[f];
-    st.meta = t->meta;
-    int rc = SN_OK;
-    if (!sn_shard_set_skips_next(bd->set, t->meta.split)) {
-        for (int f = SN_FIELD_CHOSEN; f < SN_FIELD_COUNT && !rc; f++) {
-            struct sn_template_cut cut;
-            rc = sn_template_encode(bd->tok, &t->prompt, t->text[f], bd->p->max_len,
-                                    &bd->ids[f], &cut, NULL, err);
-            if (rc)
-                return sn_err_wrap(err, "trajectory %s round %d %s", t->meta.trajectory_id,
-                                   (int)t->meta.round, sn_field_name((enum sn_field)f));
-            st.ids[f] = bd->ids[f].v;
-            st.n_ids[f] = bd->ids[f].n;
-            st.meta.cut_history[f] = (int32_t)cut.n_tokens_history;
-            st.meta.cut_response[f] = (int32_t)cut.n_tokens_response;
-        }
-        bd->prog.tokenized++;
-    }
-    rc = sn_shard_set_add(bd->set, &st, err);
-    if (rc)
-        return rc;
-    bd->prog.tuples++;
-    if (bd->p->progress && bd->p->progress(bd->p->user, &bd->prog))
-        return sn_err_set(err, SN_E_CANCELLED, "build cancelled");
-    return SN_OK;
-}
-
-static cJSON *make_settings(const struct sn_build_params *p, char **paths, size_t n,
-                            const char *tok_hash, struct sn_err *err)
-{
-    cJSON *s = cJSON_CreateObject(), *in = cJSON_AddArrayToObject(s, "inputs");
-    char num[32];
-    if (!s || !in) {
-        cJSON_Delete(s);
-        sn_err_set(err, SN_E_NOMEM, "out of memory");
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct stat stb;
-        cJSON *e = cJSON_CreateObject();
-        if (!e)
-            break;
-        cJSON_AddStringToObject(e, "path", paths[i]);
-        cJSON_AddNumberToObject(e, "bytes", stat(paths[i], &stb) == 0 ? (double)stb.st_size : -1);
-        cJSON_AddItemToArray(in, e);
-    }
-    const struct sn_tuples_params *t = &p->tuples;
-    cJSON_AddStringToObject(s, "builder", SN_TUPLES_BUILDER_ID);
-    cJSON_AddStringToObject(s, "template_id", SN_TEMPLATE_ID);
-    cJSON_AddStringToObject(s, "tokenizer_hash", tok_hash);
-    cJSON_AddNumberToObject(s, "max_len", (double)p->max_len);
-    cJSON_AddNumberToObject(s, "deflate_level", p->deflate_level);
-    cJSON_AddBoolToObject(s, "skip_bad", p->skip_bad);
-    cJSON_AddNumberToObject(s, "max_pairs", (double)t->max_pairs);
-    snprintf(num, sizeof num, "%" PRIu64, t->seed);
-    cJSON_AddStringToObject(s, "seed", num);
-    cJSON_AddNumberToObject(s, "validation_fraction", t->validation_fraction);
-    cJSON_AddNumberToObject(s, "test_fraction", t->test_fraction);
-    snprintf(num, sizeof num, "%" PRIu64, t->split_seed);
-    cJSON_AddStringToObject(s, "split_seed", num);
-    cJSON_AddNumberToObject(s, "history_sentences", (double)t->history_sentences);
-    cJSON_AddNumberToObject(s, "history_chars", (double)t->history_chars);
-    cJSON_AddBoolToObject(s, "dedup", t->dedup);
-    cJSON_AddStringToObject(s, "summary", !t->summarize ? "extractive"
-                            : t->summary_method ? t->summary_method : "hook");
-    cJSON_AddStringToObject(s, "reference", !t->reference ? "dataset-or-template"
-                            : t->reference_method ? t->reference_method : "hook");
-    return s;
-}
-
-int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *rep,
-                    struct sn_err *err)
-{
-    static const char *const suffixes[] = {".jsonl", ".jsonl.gz", NULL};
-    struct build bd;
-    char **paths = NULL;
-    size_t n_paths = 0;
-    cJSON *settings = NULL;
-    struct sn_buf task = {0};
-    memset(&bd, 0, sizeof bd);
-    memset(rep, 0, sizeof *rep);
-    bd.p = p;
-    if (!p->n_inputs || !p->out_dir || !p->tokenizer_path)
-        return sn_err_set(err, SN_E_ARG, "build: needs inputs, an output directory and a "
-                          "tokenizer");
-    if (p->max_len < 2 * SN_TEMPLATE_MIN_RESPONSE || p->max_len > ((size_t)1 << 24))
-        return sn_err_set(err, SN_E_ARG, "build: max_len %zu is out of range (%d..16777216)",
-                          p->max_len, 2 * SN_TEMPLATE_MIN_RESPONSE);
-    int rc = sn_paths_expand(p->inputs, p->n_inputs, suffixes, &paths, &n_paths, err);
-    if (!rc && !n_paths)
-        rc = sn_err_set(err, SN_E_ARG, "build: no trajectory files (*.jsonl, *.jsonl.gz) in the "
-                        "inputs");
-    if (!rc)
-        rc = sn_tokenizer_open(p->tokenizer_path, &bd.tok, err);
-    if (!rc)
-        rc = sn_tuples_create(&p->tuples, &bd.b, err);
-    if (!rc) {
-        settings = make_settings(p, paths, n_paths, sn_tokenizer_hash(bd.tok), err);
-        if (!settings)
-            rc = err->code ? err->code : SN_E_NOMEM;
-    }
-    if (!rc) {
-        struct sn_shard_set_params sp = sn_shard_set_default_params();
-        sp.dir = p->out_dir;
-        sp.shard_size = p->shard_size ? p->shard_size : 4096;
-        sp.writer.deflate_level = p->deflate_level;
-        sp.writer.info.tokenizer_hash = sn_tokenizer_hash(bd.tok);
-        sp.writer.info.template_id = SN_TEMPLATE_ID;
-        sp.writer.info.max_len = (int64_t)p->max_len;
-        sp.writer.info.vocab_size = (int64_t)sn_tokenizer_vocab_size(bd.tok);
-        sp.settings = settings;
-        sp.annotate = annotate;
-        sp.user = &bd;
-        rc = sn_shard_set_open(&sp, &bd.set, err);
-    }
-    rep->n_inputs = n_paths;
-    if (!rc && sn_shard_set_was_complete(bd.set)) {
-        struct sn_manifest *m = NULL;
-        rep->was_complete = true;
-        rc = sn_manifest_load(p->out_dir, &m, err);
-        if (!rc) {
-            const cJSON *st = cJSON_GetObjectItemCaseSensitive(m->json, "stats");
-            for (int k = 0; k < SN_TC_COUNT; k++) {
-                const cJSON *v = cJSON_GetObjectItemCaseSensitive(st, count_names[k]);
-                rep->counts[k] = cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : 0;
-            }
-            for (int k = 0; k < SN_SPLIT_COUNT; k++)
-                rep->per_split[k] = m->counts[k];
-            rep->n_shards = m->n_shards;
-        }
-        sn_manifest_free(m);
-        goto done;
-    }
-    if (!rc)
-        rep->resumed = sn_shard_set_n_shards(bd.set) > 0;
-    uint64_t *counts = bd.b ? sn_tuples_counts(bd.b) : NULL;
-    bd.prog.counts = counts;
-    for (size_t i = 0; i < n_paths && !rc; i++) {
-        struct sn_traj_reader_params rp = sn_traj_reader_default_params();
-        struct sn_traj_reader *r = NULL;
-        rp.skip_bad = p->skip_bad;
-        rc = sn_traj_reader_open(paths[i], &rp, &r, err);
-        while (!rc) {
-            struct sn_traj *t = NULL;
-            rc = sn_traj_reader_next(r, &t, err);
-            if (rc || !t)
-                break;
-            /* Texts the tokenizer would refuse (invalid UTF-8) and a task that leaves no room
-            ** for a response skip the whole trajectory, decided before the split and de-dup so
-            ** a resumed build sees the same stream. */
-            char where[160];
-            if (!utf8_all_valid(t, where, sizeof where)) {
-                if (!p->skip_bad) {
-                    rc = sn_err_set(err, SN_E_FORMAT, "%s: trajectory '%s': %s: invalid UTF-8 "
-                                    "(--skip-bad skips such trajectories)",
-                                    sn_traj_reader_path(r), t->id, where);
-                    sn_traj_free(t);
-                    break;
-                }
-                counts[SN_TC_TRAJECTORIES]++;
-                counts[SN_TC_BAD_LINES]++;
-                bd.prog.trajectories++;
-                sn_traj_free(t);
-                continue;
-            }
-            struct sn_prompt pr = {NULL, NULL, NULL, 0};
-            size_t fixed = 0;
-            sn_buf_reset(&task);
-            rc = sn_tuples_task(t, &task, err);
-            pr.task = task.data;
-            if (!rc)
-                rc = sn_template_fixed_tokens(bd.tok, &pr, &fixed, err);
-            if (!rc && fixed + SN_TEMPLATE_MIN_RESPONSE > p->max_len) {
-                counts[SN_TC_TRAJECTORIES]++;
-                counts[SN_TC_TASK_TOO_LONG]++;
-            } else if (!rc) {
-                rc = sn_tuples_add(bd.b, t, on_tuple, &bd, err);
-            }
-            bd.prog.trajectories++;
-            sn_traj_free(t);
-        }
-        if (r)
-            counts[SN_TC_BAD_LINES] += sn_traj_reader_n_skipped(r);
-        sn_traj_reader_close(r);
-    }
-    if (!rc)
-        rc = sn_shard_set_finish(bd.set, err);
-    if (!rc) {
-        memcpy(rep->counts, counts, sizeof rep->counts);
-        for (int k = 0; k < SN_SPLIT_COUNT; k++)
-            rep->per_split[k] = sn_shard_set_count(bd.set, (enum sn_split)k);
-        rep->n_shards = sn_shard_set_n_shards(bd.set);
-    }
-done:
-    sn_shard_set_close(bd.set);
-    sn_tuples_free(bd.b);
-    sn_tokenizer_free(bd.tok);
-    for (int f = 0; f < SN_FIELD_COUNT; f++)
-        sn_ids_free(&bd.ids[f]);
-    sn_buf_free(&task);
-    cJSON_Delete(settings);
-    if (paths)
-        sn_paths_free(paths, n_paths);
-    return rc;
 }

@@ -1,6 +1,6 @@
-/* data/tuples.h: (context, chosen, rejected, reference) tuples from debate trajectories, and
-** `sentinel build` as a library call (DESIGN.md §4 "Tuple", §5 "Shard"; the shard layout and
-** the selection rules are specified in docs/formats.md).
+/* data/tuples.h: (context, chosen, rejected, reference) tuples from debate trajectories
+** (docs/design.md §4 "Tuple", §5 "Shard"; the shard layout and the selection rules are specified
+** in docs/formats.md); `sentinel build` around the builder is data/build.h.
 **
 ** For every round r of every trajectory:
 **   context   = task (question + lettered options) + condensed history of rounds < r: one
@@ -103,7 +103,7 @@ int sn_tuples_task(const struct sn_traj *t, struct sn_buf *out, struct sn_err *e
 /* The built-in reference (dataset explanation, else templated), appended to out. */
 int sn_tuples_builtin_reference(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err);
 
-/* ---- LLM summary and reference (issue #7) ---------------------------------------------------
+/* ---- LLM summary and reference ---------------------------------------------------
 ** Summary (prompt SN_TUPLES_SUMMARY_PROMPT): for round r > 0 one request with the task and the
 ** messages of rounds < r (each as "Round t, agent k (answer X): <gist>", up to 8 sentences /
 ** 1200 bytes), asking for at most `summary_sentences` sentences naming each agent's answer;
@@ -144,44 +144,5 @@ int  sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn,
 /* Counts so far (SN_TC_COUNT entries); the caller may add to them (e.g. bad lines). */
 uint64_t *sn_tuples_counts(struct sn_tuples *b);
 void sn_tuples_free(struct sn_tuples *b); /* NULL is fine */
-
-/* ---- sentinel build -------------------------------------------------------------------- */
-
-struct sn_build_progress {
-    uint64_t tuples;               /* emitted so far in this run (resumed ones included) */
-    uint64_t tokenized;            /* of which tokenized in this run */
-    uint64_t trajectories;
-    const uint64_t *counts;        /* SN_TC_COUNT entries */
-};
-
-struct sn_build_params {
-    const char *const *inputs;     /* files or directories (*.jsonl, *.jsonl.gz) */
-    size_t      n_inputs;
-    const char *out_dir;
-    const char *tokenizer_path;
-    size_t      max_len;           /* default 1024 */
-    size_t      shard_size;        /* tuples per shard; default 4096 */
-    int         deflate_level;     /* default 1 */
-    bool        skip_bad;          /* count and skip malformed lines instead of failing */
-    struct sn_tuples_params tuples;
-    /* Called after every tuple; a non-zero return cancels the build (SN_E_CANCELLED). */
-    int  (*progress)(void *user, const struct sn_build_progress *p);
-    void *user;
-};
-struct sn_build_params sn_build_default_params(void);
-
-struct sn_build_report {
-    uint64_t counts[SN_TC_COUNT];
-    int64_t  per_split[SN_SPLIT_COUNT];
-    size_t   n_shards;
-    size_t   n_inputs;
-    bool     resumed;              /* an interrupted build in out_dir was continued */
-    bool     was_complete;         /* out_dir already held this build, finished */
-};
-
-/* Trajectories -> tokenized shards + manifest.json in out_dir (resumable: re-running after a
-** kill continues and gives byte-identical shards and manifest). */
-int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *report,
-                    struct sn_err *err);
 
 #endif

@@ -1,4 +1,4 @@
-/* eval/eval.h: evaluation of debates (DESIGN.md §4 "Group metrics"; issue #4).
+/* eval/eval.h: evaluation of debates (docs/design.md §4 "Group metrics").
 **
 ** Group dynamics (`sentinel stats`): SDI, FAT, NAC, consensus per round, accuracy per round and
 ** its deltas, revision regimes (kept-correct, kept-wrong, DC, DM), flip rate, Wilson 95%

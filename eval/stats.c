@@ -1,4 +1,4 @@
-/* eval/stats.c: streaming aggregation of group-dynamics metrics (DESIGN.md §4; issue #4;
+/* eval/stats.c: streaming aggregation of group-dynamics metrics (docs/design.md §4;
 ** definitions and every convention in docs/formats.md).
 **
 ** Each trajectory's terms (stats_debate.c) are added to three kinds of accumulator: its group
@@ -233,72 +233,6 @@ static int field_value(const struct field *f, const struct sn_traj *t, struct sn
     return sn_buf_puts(b, v ? v : NONE_VALUE, err);
 }
 
-/* ---- string -> index map (open addressing) ---- */
-
-struct map {
-    char  **keys;
-    size_t *vals;
-    size_t  cap, n;
-};
-
-static void map_free(struct map *m)
-{
-    for (size_t i = 0; i < m->cap; i++)
-        sn_free(m->keys[i]);
-    sn_free(m->keys);
-    sn_free(m->vals);
-    memset(m, 0, sizeof *m);
-}
-
-static size_t *map_find(const struct map *m, const char *k, size_t len)
-{
-    if (!m->cap)
-        return NULL;
-    size_t i = sn_hash64(k, len) & (m->cap - 1);
-    while (m->keys[i]) {
-        /* strncmp stops at the stored key's NUL: no read past a shorter key */
-        if (!strncmp(m->keys[i], k, len) && m->keys[i][len] == '\0')
-            return &m->vals[i];
-        i = (i + 1) & (m->cap - 1);
-    }
-    return NULL;
-}
-
-static int map_put(struct map *m, const char *k, size_t len, size_t v, struct sn_err *err)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 64;
-        struct map nm = {sn_calloc(nc, sizeof(char *)), sn_calloc(nc, sizeof(size_t)), nc, 0};
-        if (!nm.keys || !nm.vals) {
-            sn_free(nm.keys);
-            sn_free(nm.vals);
-            return sn_err_set(err, SN_E_NOMEM, "out of memory");
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->keys[i])
-                continue;
-            size_t j = sn_hash64(m->keys[i], strlen(m->keys[i])) & (nc - 1);
-            while (nm.keys[j])
-                j = (j + 1) & (nc - 1);
-            nm.keys[j] = m->keys[i];
-            nm.vals[j] = m->vals[i];
-            nm.n++;
-        }
-        sn_free(m->keys);
-        sn_free(m->vals);
-        *m = nm;
-    }
-    size_t i = sn_hash64(k, len) & (m->cap - 1);
-    while (m->keys[i])
-        i = (i + 1) & (m->cap - 1);
-    m->keys[i] = sn_strndup(k, len);
-    if (!m->keys[i])
-        return sn_err_set(err, SN_E_NOMEM, "out of memory");
-    m->vals[i] = v;
-    m->n++;
-    return SN_OK;
-}
-
 /* ---- accumulators ---- */
 
 struct macc { /* Welford: count, mean, sum of squared deviations */
@@ -481,8 +415,8 @@ struct sn_stats {
     char         *panel_metric;
     struct group *groups;
     size_t        n_groups, cap_groups;
-    struct map    group_map;
-    struct map    items;   /* --adversary-effective: item -> 1 seen adversary | 2 ineffective */
+    struct sn_strmap group_map;
+    struct sn_strmap items;   /* --adversary-effective: item -> 1 seen adversary | 2 ineffective */
     struct sn_deb deb;     /* the terms of the last debate added */
     size_t        last_gi; /* its group; (size_t)-1 when it was filtered out */
     struct sn_buf key;
@@ -541,8 +475,8 @@ void sn_stats_free(struct sn_stats *s)
         sn_free(gr->reps);
     }
     sn_free(s->groups);
-    map_free(&s->group_map);
-    map_free(&s->items);
+    sn_strmap_free(&s->group_map);
+    sn_strmap_free(&s->items);
     sn_deb_free(&s->deb);
     sn_buf_free(&s->key);
     sn_free(s->first_skip);
@@ -663,9 +597,9 @@ int sn_stats_scan_effective(struct sn_stats *s, const struct sn_traj *t, struct 
     int rc = item_key(s, t, err);
     if (rc)
         return rc;
-    size_t *v = map_find(&s->items, s->key.data, s->key.len);
+    size_t *v = sn_strmap_find(&s->items, s->key.data, s->key.len);
     if (!v)
-        return map_put(&s->items, s->key.data, s->key.len, effective ? 1 : 3, err);
+        return sn_strmap_put(&s->items, s->key.data, s->key.len, effective ? 1 : 3, NULL, err);
     *v |= effective ? 1 : 3;
     return SN_OK;
 }
@@ -673,7 +607,7 @@ int sn_stats_scan_effective(struct sn_stats *s, const struct sn_traj *t, struct 
 static int group_get(struct sn_stats *s, const char *key, size_t len, const struct sn_traj *t,
                      int panel, size_t parent, size_t *out, struct sn_err *err)
 {
-    size_t *v = map_find(&s->group_map, key, len);
+    size_t *v = sn_strmap_find(&s->group_map, key, len);
     if (v) {
         *out = *v;
         return SN_OK;
@@ -713,7 +647,7 @@ static int group_get(struct sn_stats *s, const char *key, size_t len, const stru
     if (!s->n_by && sn_buf_puts(&lb, "all", err))
         return err->code;
     g->label = lb.data;
-    int rc = map_put(&s->group_map, key, len, s->n_groups - 1, err);
+    int rc = sn_strmap_put(&s->group_map, key, len, s->n_groups - 1, NULL, err);
     if (rc)
         return rc;
     *out = s->n_groups - 1;
@@ -756,7 +690,7 @@ int sn_stats_add(struct sn_stats *s, const struct sn_traj *t, struct sn_err *err
     if (s->p.adversary_effective) {
         if ((rc = item_key(s, t, err)))
             return rc;
-        size_t *v = map_find(&s->items, s->key.data, s->key.len);
+        size_t *v = sn_strmap_find(&s->items, s->key.data, s->key.len);
         if (!v || *v != 1) {
             s->n_filtered++;
             s->last_gi = (size_t)-1;
@@ -1253,19 +1187,15 @@ const char *sn_stats_internal_by(const struct sn_stats *s, size_t i)
 {
     return s->fields[i].name;
 }
-void sn_stats_internal_meta(const struct sn_stats *s, enum sn_majority *majority,
-                            bool *adv_eff, uint64_t *n_skipped, const char **first_skip,
-                            const char *const **inputs, size_t *n_inputs,
-                            const char **panel_field, const char *const **panel_names,
-                            const char **panel_metric)
+void sn_stats_internal_meta(const struct sn_stats *s, struct sn_stats_meta *m)
 {
-    *majority = s->majority;
-    *adv_eff = s->p.adversary_effective;
-    *n_skipped = s->n_skipped;
-    *first_skip = s->first_skip;
-    *inputs = (const char *const *)s->inputs;
-    *n_inputs = s->n_inputs;
-    *panel_field = s->panel_field.name;
-    *panel_names = (const char *const *)s->panel_names;
-    *panel_metric = s->panel_metric;
+    m->majority = s->majority;
+    m->adv_eff = s->p.adversary_effective;
+    m->n_skipped = s->n_skipped;
+    m->first_skip = s->first_skip;
+    m->inputs = (const char *const *)s->inputs;
+    m->n_inputs = s->n_inputs;
+    m->panel_field = s->panel_field.name;
+    m->panel_names = (const char *const *)s->panel_names;
+    m->panel_metric = s->panel_metric;
 }

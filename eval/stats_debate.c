@@ -1,4 +1,4 @@
-/* eval/stats_debate.c: every metric term of one debate (DESIGN.md §4 "Group metrics";
+/* eval/stats_debate.c: every metric term of one debate (docs/design.md §4 "Group metrics";
 ** conventions in docs/formats.md). The aggregator adds these terms up; --explain prints them.
 **
 ** Notation: N slots, T recorded rounds r = 0..T-1 (the SDI formula's t = r + 1 runs 1..T).

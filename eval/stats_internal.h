@@ -70,11 +70,18 @@ const char *sn_deb_decide(const struct sn_traj *t, const struct sn_deb *d, size_
 /* Accessors for the output writers (stats_output.c). */
 size_t      sn_stats_internal_n_by(const struct sn_stats *s);
 const char *sn_stats_internal_by(const struct sn_stats *s, size_t i);
-void sn_stats_internal_meta(const struct sn_stats *s, enum sn_majority *majority,
-                            bool *adv_eff, uint64_t *n_skipped, const char **first_skip,
-                            const char *const **inputs, size_t *n_inputs,
-                            const char **panel_field, const char *const **panel_names,
-                            const char **panel_metric);
+struct sn_stats_meta {
+    enum sn_majority    majority;
+    bool                adv_eff;     /* --adversary-effective */
+    uint64_t            n_skipped;
+    const char         *first_skip;
+    const char *const  *inputs;
+    size_t              n_inputs;
+    const char         *panel_field;
+    const char *const  *panel_names;
+    const char         *panel_metric;
+};
+void sn_stats_internal_meta(const struct sn_stats *s, struct sn_stats_meta *m);
 
 /* Appends v as one CSV field (RFC 4180: quoted when it holds a comma, quote or newline, with
 ** quotes doubled). Shared by the --csv and --items writers. */

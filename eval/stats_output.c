@@ -13,51 +13,54 @@ static cJSON *num_or_null(double v)
     return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
+/* What every writer starts from: the rows (sn_stats_rows) and the run's settings. */
+static int rows_and_meta(struct sn_stats *s, const struct sn_stat_row **rows, size_t *n_rows,
+                         struct sn_stats_meta *mt, struct sn_err *err)
+{
+    int rc = sn_stats_rows(s, rows, n_rows, err);
+    if (!rc)
+        sn_stats_internal_meta(s, mt);
+    return rc;
+}
+
 int sn_stats_write_json(struct sn_stats *s, const char *path, struct sn_err *err)
 {
     const struct sn_stat_row *rows;
     size_t n_rows;
-    int rc = sn_stats_rows(s, &rows, &n_rows, err);
+    struct sn_stats_meta mt;
+    int rc = rows_and_meta(s, &rows, &n_rows, &mt, err);
     if (rc)
         return rc;
-    enum sn_majority maj;
-    bool adv;
-    uint64_t n_skip;
-    const char *first_skip, *panel_field, *panel_metric;
-    const char *const *inputs, *const *panel_names;
-    size_t n_inputs;
-    sn_stats_internal_meta(s, &maj, &adv, &n_skip, &first_skip, &inputs, &n_inputs,
-                           &panel_field, &panel_names, &panel_metric);
     size_t n_by = sn_stats_internal_n_by(s);
 
     cJSON *root = cJSON_CreateObject();
     if (!root)
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
     cJSON_AddStringToObject(root, "schema", "sentinel.stats/1");
-    cJSON_AddStringToObject(root, "majority", sn_majority_name(maj));
-    if (maj == SN_MAJORITY_PLURALITY)
+    cJSON_AddStringToObject(root, "majority", sn_majority_name(mt.majority));
+    if (mt.majority == SN_MAJORITY_PLURALITY)
         cJSON_AddStringToObject(root, "tie_break", TIE_BREAK_TEXT);
-    cJSON_AddBoolToObject(root, "adversary_effective", adv);
+    cJSON_AddBoolToObject(root, "adversary_effective", mt.adv_eff);
     cJSON_AddNumberToObject(root, "n_trajectories", (double)sn_stats_n_added(s));
     cJSON_AddNumberToObject(root, "n_filtered", (double)sn_stats_n_filtered(s));
-    cJSON_AddNumberToObject(root, "n_skipped_lines", (double)n_skip);
-    if (first_skip)
-        cJSON_AddStringToObject(root, "first_skipped", first_skip);
+    cJSON_AddNumberToObject(root, "n_skipped_lines", (double)mt.n_skipped);
+    if (mt.first_skip)
+        cJSON_AddStringToObject(root, "first_skipped", mt.first_skip);
     else
         cJSON_AddNullToObject(root, "first_skipped");
     cJSON *in = cJSON_AddArrayToObject(root, "inputs");
-    for (size_t i = 0; in && i < n_inputs; i++)
-        cJSON_AddItemToArray(in, cJSON_CreateString(inputs[i]));
+    for (size_t i = 0; in && i < mt.n_inputs; i++)
+        cJSON_AddItemToArray(in, cJSON_CreateString(mt.inputs[i]));
     cJSON *by = cJSON_AddArrayToObject(root, "by");
     for (size_t i = 0; by && i < n_by; i++)
         cJSON_AddItemToArray(by, cJSON_CreateString(sn_stats_internal_by(s, i)));
     cJSON *pan = cJSON_AddObjectToObject(root, "panels");
     if (pan) {
-        cJSON_AddStringToObject(pan, "field", panel_field);
+        cJSON_AddStringToObject(pan, "field", mt.panel_field);
         cJSON *pv = cJSON_AddArrayToObject(pan, "values");
         for (int i = 0; pv && i < 3; i++)
-            cJSON_AddItemToArray(pv, cJSON_CreateString(panel_names[i]));
-        cJSON_AddStringToObject(pan, "metric", panel_metric);
+            cJSON_AddItemToArray(pv, cJSON_CreateString(mt.panel_names[i]));
+        cJSON_AddStringToObject(pan, "metric", mt.panel_metric);
     }
     cJSON *arr = cJSON_AddArrayToObject(root, "rows");
     for (size_t i = 0; arr && i < n_rows; i++) {
@@ -114,17 +117,11 @@ int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err)
 {
     const struct sn_stat_row *rows;
     size_t n_rows;
-    int rc = sn_stats_rows(s, &rows, &n_rows, err);
+    struct sn_stats_meta mt;
+    int rc = rows_and_meta(s, &rows, &n_rows, &mt, err);
     if (rc)
         return rc;
-    enum sn_majority maj;
-    bool adv;
-    uint64_t n_skip;
-    const char *first_skip, *panel_field, *panel_metric;
-    const char *const *inputs, *const *panel_names;
-    size_t n_inputs, n_by = sn_stats_internal_n_by(s);
-    sn_stats_internal_meta(s, &maj, &adv, &n_skip, &first_skip, &inputs, &n_inputs,
-                           &panel_field, &panel_names, &panel_metric);
+    size_t n_by = sn_stats_internal_n_by(s);
     struct sn_buf b = {0};
     rc = sn_buf_puts(&b, "group", err);
     for (size_t j = 0; !rc && j < n_by; j++)
@@ -144,8 +141,8 @@ int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err)
             (rc = csv_num(&b, r->hi, err)) ||
             (rc = sn_buf_printf(&b, err, ",%llu", (unsigned long long)r->rep_n)) ||
             (rc = csv_num(&b, r->rep_mean, err)) || (rc = csv_num(&b, r->rep_sd, err)) ||
-            (rc = sn_buf_printf(&b, err, ",%s,%s\n", sn_majority_name(maj),
-                                adv ? "true" : "false")))
+            (rc = sn_buf_printf(&b, err, ",%s,%s\n", sn_majority_name(mt.majority),
+                                mt.adv_eff ? "true" : "false")))
             break;
     }
     if (rc) {
@@ -183,17 +180,10 @@ int sn_stats_format_table(struct sn_stats *s, bool full, struct sn_buf *out, str
 {
     const struct sn_stat_row *rows;
     size_t n_rows;
-    int rc = sn_stats_rows(s, &rows, &n_rows, err);
+    struct sn_stats_meta mt;
+    int rc = rows_and_meta(s, &rows, &n_rows, &mt, err);
     if (rc)
         return rc;
-    enum sn_majority maj;
-    bool adv;
-    uint64_t n_skip;
-    const char *first_skip, *panel_field, *panel_metric;
-    const char *const *inputs, *const *panel_names;
-    size_t n_inputs;
-    sn_stats_internal_meta(s, &maj, &adv, &n_skip, &first_skip, &inputs, &n_inputs,
-                           &panel_field, &panel_names, &panel_metric);
     const char *cur = NULL;
     for (size_t i = 0; i < n_rows && !rc; i++) {
         const struct sn_stat_row *r = &rows[i];
@@ -246,12 +236,12 @@ int sn_stats_format_table(struct sn_stats *s, bool full, struct sn_buf *out, str
         rc = sn_buf_printf(out, err,
                            "\n%llu trajectories; panel decision: %s%s%s; %llu skipped lines%s%s"
                            "%s\n",
-                           (unsigned long long)sn_stats_n_added(s), sn_majority_name(maj),
-                           maj == SN_MAJORITY_PLURALITY ? " (" TIE_BREAK_TEXT ")" : "",
-                           adv ? "; adversary-effective items only" : "",
-                           (unsigned long long)n_skip, first_skip ? " (first: " : "",
-                           first_skip ? first_skip : "", first_skip ? ")" : "");
-    if (!rc && adv)
+                           (unsigned long long)sn_stats_n_added(s), sn_majority_name(mt.majority),
+                           mt.majority == SN_MAJORITY_PLURALITY ? " (" TIE_BREAK_TEXT ")" : "",
+                           mt.adv_eff ? "; adversary-effective items only" : "",
+                           (unsigned long long)mt.n_skipped, mt.first_skip ? " (first: " : "",
+                           mt.first_skip ? mt.first_skip : "", mt.first_skip ? ")" : "");
+    if (!rc && mt.adv_eff)
         rc = sn_buf_printf(out, err, "%llu trajectories dropped by --adversary-effective\n",
                            (unsigned long long)sn_stats_n_filtered(s));
     if (!rc && !full)

@@ -1,4 +1,4 @@
-/* loss/loss.c: L = L_pref + α · L_align (DESIGN.md §4) and its metrics; see loss/loss.h. */
+/* loss/loss.c: L = L_pref + α · L_align (docs/design.md §4) and its metrics; see loss/loss.h. */
 #include "loss/loss.h"
 
 #include <math.h>

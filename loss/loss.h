@@ -1,4 +1,4 @@
-/* loss/loss.h: the SentinelNet training loss and the metrics a trainer logs (DESIGN.md §4).
+/* loss/loss.h: the SentinelNet training loss and the metrics a trainer logs (docs/design.md §4).
 **
 **   L = L_pref + α · L_align
 **   L_pref  = −mean_i log σ(R_ch,i − R_rej,i)

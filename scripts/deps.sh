@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages sentinel needs (DESIGN.md §6), when they are missing.
+# Installs the Debian 12 packages sentinel needs (docs/design.md §6), when they are missing.
 # As root: apt-get installs them. Otherwise: prints the exact command and exits 1.
 set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config git ca-certificates time
   libtorch-dev libgloo-dev                 # aten/: libtorch 1.13 CPU, c10d over Gloo
-  libopenblas-dev                          # BLAS for libtorch and export/ (DESIGN.md §6)
+  libopenblas-dev                          # BLAS for libtorch and export/ (docs/design.md §6)
   libhdf5-dev hdf5-tools                   # shards
   libcjson-dev zlib1g-dev                  # recipes, trajectories
   libcurl4-openssl-dev                     # openai backend

@@ -91,7 +91,7 @@ def main():
 
     link = re.compile(r"\]\(([^)\s]+)\)")
     cited = re.compile(r"(?<![\w/.-])((?:docs/[\w.-]+\.(?:md|txt))|README\.md)(#[\w-]+)?(?: §(\d+))?")
-    forbidden = re.compile(r"\b(DESIGN|STYLE)\.md\b|/work/|\.\./shared/|\bissue #\d+", re.I)
+    forbidden = re.compile(r"(?<![\w/.-])(?:DESIGN|STYLE)\.md\b|/work/|\.\./shared/|\b[Ii]ssue #\d+")
     for rel in files:
         if not rel.endswith(SRC_EXT) or rel.startswith(("build", "tests/check_docs.py")):
             continue

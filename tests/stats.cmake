@@ -1,4 +1,4 @@
-# tests/stats.cmake: `sentinel stats` tests that need more than a C test binary (issue #4).
+# tests/stats.cmake: `sentinel stats` tests that need more than a C test binary.
 # The group-dynamics notebook runs headless on trajectories from `sentinel simulate` (built-in
 # sim agents) with Debian's python; the committed notebook must carry no outputs.
 add_test(NAME notebook_group_dynamics

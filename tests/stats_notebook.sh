@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/stats_notebook.sh MODE: the group-dynamics notebook (issue #4).
+# tests/stats_notebook.sh MODE: the group-dynamics notebook.
 #   run    simulate the quickstart recipe with the built-in sim agents, run `sentinel stats`,
 #          then execute notebooks/01_group_dynamics.ipynb headless with Debian's python
 #          (/usr/bin/python3: matplotlib) through nbconvert; fails on any cell error and checks

@@ -1,5 +1,5 @@
 /* tests/test_aten_grad.c: autograd through aten/aten.h against central finite differences in
-** double precision (STYLE.md §8), and gradient checkpointing against the plain backward.
+** double precision (docs/design.md §7), and gradient checkpointing against the plain backward.
 **
 ** Every check builds a scalar loss L = Σ f(params) ⊙ R with a fixed random R (so no gradient
 ** is trivially 1), backpropagates, and compares each gradient element with

@@ -185,7 +185,7 @@ static void check_unary(const char *what, unary_fn f, const double *x, size_t n,
 static double r_neg(double x) { return -x; }
 static double r_sigmoid(double x) { return 1 / (1 + exp(-x)); }
 static double r_silu(double x) { return x / (1 + exp(-x)); }
-/* log σ(x) = -(max(-x,0) + log1p(exp(-|x|))) (STYLE.md §7) */
+/* log σ(x) = -(max(-x,0) + log1p(exp(-|x|))) (docs/design.md §7) */
 static double r_logsig(double x) { return -(fmax(-x, 0.0) + log1p(exp(-fabs(x)))); }
 static double r_relu(double x) { return x > 0 ? x : 0; }
 static double r_rsqrt(double x) { return 1 / sqrt(x); }

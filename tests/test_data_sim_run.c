@@ -3,7 +3,8 @@
 ** resume after SIGKILL and after hand-made partial tails equals an uninterrupted run (no
 ** duplicate, no loss), shards 0/3 + 1/3 + 2/3 equal the unsharded run, failed debates go to
 ** the errors file and are retried by the next run, and CLI errors. */
-#include "data/data.h"
+#include "data/sim/sim.h"
+#include "data/trajectory.h"
 #include "testutil.h"
 
 #include <unistd.h>

@@ -10,7 +10,7 @@
 **   - a resume with another tokenizer is refused naming the setting; recipe key errors;
 **     summary "llm" without build.summary_endpoint exits 2 (tests/test_data_tuples_llm.c covers
 **     the LLM paths); inspect refuses GGUF with exit 3. */
-#include "data/tuples.h"
+#include "data/build.h"
 #include "tests/testutil.h"
 
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* tests/test_eval_fixture.h: hand-written debates for the stats tests (issue #4).
+/* tests/test_eval_fixture.h: hand-written debates for the stats tests.
 ** A debate is written as an answer grid: one string per round, one character per agent slot:
 ** a letter = that parsed answer, '-' = the agent spoke but its answer did not parse, '.' = the
 ** agent did not speak. Roles: 'H' honest, 'A' adversary, 'I' interceptor. The helpers write

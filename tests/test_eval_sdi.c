@@ -1,4 +1,4 @@
-/* tests/test_eval_sdi.c: SDI, FAT (T_first), ASR̄ and κ (DESIGN.md §4; docs/formats.md).
+/* tests/test_eval_sdi.c: SDI, FAT (T_first), ASR̄ and κ (docs/design.md §4; docs/formats.md).
 ** Every expected value below is worked out by hand in the comment above it. Rounds: the file's
 ** r = 0..T-1 is the formula's t = r + 1. Roles H honest (collaborator), A adversary. */
 #include "test_eval_fixture.h"

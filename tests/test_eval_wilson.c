@@ -1,7 +1,7 @@
 /* tests/test_eval_wilson.c: Wilson 95% intervals and the matched-panel arithmetic.
 ** References: Newcombe (1998), "Two-sided confidence intervals for the single proportion",
 ** Stat. Med. 17:857, Table I, method 3 (Wilson score without continuity correction), printed to
-** 4 decimals; and the published matched-panel check of issue #4 (89.1 / 35.2 / 90.0). */
+** 4 decimals; and the published matched-panel check of the heterogeneous-debate paper, §3.1 (89.1 / 35.2 / 90.0). */
 #include "eval/eval.h"
 #include "testutil.h"
 

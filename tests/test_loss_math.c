@@ -1,4 +1,4 @@
-/* tests/test_loss_math.c: L = L_pref + α·L_align (DESIGN.md §4) against hand-computed values,
+/* tests/test_loss_math.c: L = L_pref + α·L_align (docs/design.md §4) against hand-computed values,
 ** stable log σ at extreme margins, the per-tuple missing-reference mask, metrics (strict
 ** accuracy: ties count wrong), and autograd gradients against central finite differences of
 ** the host formula in double. */

@@ -1,5 +1,5 @@
 /* tokenizer/template.h: the prompt template of the reward model, R(response ⊕ context)
-** (DESIGN.md §4 "Reward model"), and its truncation policy. Spec: docs/formats.md
+** (docs/design.md §4 "Reward model"), and its truncation policy. Spec: docs/formats.md
 ** ("Prompt template sentinel-chatml/1").
 **
 ** Rendering (ChatML, as Qwen2 chat models are trained on; every byte below is literal, \n is a
@@ -14,8 +14,8 @@
 ** A response cut at its front starts with "[...] ".
 ** The reward is read at the LAST token of the sequence: the "\n" after the final <|im_end|>.
 ** This is what TRL's reward trainer does for Qwen chat data (its pad token <|endoftext|> differs
-** from <|im_end|>, so pooling takes the rightmost non-pad token, the trailing newline;
-** /work/shared/notes/ecosystem.md §1.3).
+** from <|im_end|>, so pooling takes the rightmost non-pad token, the trailing newline:
+** TRL's RewardTrainer and transformers' Qwen2ForSequenceClassification pooling).
 **
 ** Truncation to max_len TOKENS, in this order of sacrifice:
 **   1. the task (question + options) and the template are never cut;

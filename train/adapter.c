@@ -10,14 +10,6 @@
 
 #define HEAD_NAME "base_model.model.score.weight"
 
-static int join(char *buf, size_t n, const char *dir, const char *name, struct sn_err *err)
-{
-    int k = snprintf(buf, n, "%s/%s", dir, name);
-    if (k < 0 || (size_t)k >= n)
-        return sn_err_set(err, SN_E_ARG, "%s/%s: path too long", dir, name);
-    return SN_OK;
-}
-
 /* adapter_config.json with PEFT's field names; keys inserted in sorted order (PEFT writes
 ** json.dumps(sort_keys=True)). */
 static int config_json(const struct sn_lora_config *c, const char *base, bool head,
@@ -112,13 +104,13 @@ int sn_model_adapter_save(const struct sn_model *mc, const char *dir,
     if (!rc)
         rc = sn_st_writer_set_metadata(w, "format", "pt", err);
     if (!rc)
-        rc = join(path, sizeof path, dir, "adapter_model.safetensors", err);
+        rc = sn_path_join(path, sizeof path, dir, "adapter_model.safetensors", err);
     if (!rc)
         rc = sn_st_writer_save(w, path, err);
     if (!rc)
         rc = config_json(&c, base_model_name_or_path, m->head != NULL, &j, err);
     if (!rc)
-        rc = join(path, sizeof path, dir, "adapter_config.json", err);
+        rc = sn_path_join(path, sizeof path, dir, "adapter_config.json", err);
     if (!rc)
         rc = sn_json_save(path, j, err);
     cJSON_Delete(j);
@@ -204,9 +196,9 @@ static int config_parse(const cJSON *j, const char *path, struct sn_lora_config 
 int sn_model_adapter_load(struct sn_model *m, const char *dir, struct sn_err *err)
 {
     char cpath[4096], spath[4096];
-    int rc = join(cpath, sizeof cpath, dir, "adapter_config.json", err);
+    int rc = sn_path_join(cpath, sizeof cpath, dir, "adapter_config.json", err);
     if (!rc)
-        rc = join(spath, sizeof spath, dir, "adapter_model.safetensors", err);
+        rc = sn_path_join(spath, sizeof spath, dir, "adapter_model.safetensors", err);
     if (rc)
         return rc;
     cJSON *j = NULL;

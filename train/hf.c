@@ -30,14 +30,6 @@ static void weights_close(struct weights *w)
     memset(w, 0, sizeof *w);
 }
 
-static int path_join(char *buf, size_t n, const char *dir, const char *name, struct sn_err *err)
-{
-    int k = snprintf(buf, n, "%s/%s", dir, name);
-    if (k < 0 || (size_t)k >= n)
-        return sn_err_set(err, SN_E_ARG, "%s/%s: path too long", dir, name);
-    return SN_OK;
-}
-
 static int weights_open_files(struct weights *w, const char *dir, char **names, size_t n,
                               struct sn_err *err)
 {
@@ -48,7 +40,7 @@ static int weights_open_files(struct weights *w, const char *dir, char **names, 
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         char path[4096];
-        int rc = path_join(path, sizeof path, dir, names[i], err);
+        int rc = sn_path_join(path, sizeof path, dir, names[i], err);
         if (!rc)
             rc = sn_st_open(path, &w->files[i], err);
         if (rc)
@@ -77,14 +69,14 @@ static int weights_open(struct weights *w, const char *dir, struct sn_err *err)
 {
     memset(w, 0, sizeof *w);
     char path[4096];
-    int rc = path_join(path, sizeof path, dir, "model.safetensors", err);
+    int rc = sn_path_join(path, sizeof path, dir, "model.safetensors", err);
     if (rc)
         return rc;
     if (sn_path_exists(path)) {
         char *one = "model.safetensors";
         return weights_open_files(w, dir, &one, 1, err);
     }
-    rc = path_join(path, sizeof path, dir, "model.safetensors.index.json", err);
+    rc = sn_path_join(path, sizeof path, dir, "model.safetensors.index.json", err);
     if (rc)
         return rc;
     if (!sn_path_exists(path))
@@ -212,7 +204,7 @@ int sn_model_open_hf(const char *dir, const struct sn_model_params *p, struct sn
     *out = NULL;
     char path[4096];
     struct sn_model_config c;
-    int rc = path_join(path, sizeof path, dir, "config.json", err);
+    int rc = sn_path_join(path, sizeof path, dir, "config.json", err);
     if (!rc)
         rc = sn_model_config_load(path, &c, err);
     if (rc)
@@ -291,7 +283,7 @@ int sn_model_save_hf(const struct sn_model *mc, const char *dir, struct sn_err *
     cJSON *j = NULL;
     rc = sn_model_config_to_json(c, &j, err);
     if (!rc)
-        rc = path_join(path, sizeof path, dir, "config.json", err);
+        rc = sn_path_join(path, sizeof path, dir, "config.json", err);
     if (!rc)
         rc = sn_json_save(path, j, err);
     cJSON_Delete(j);
@@ -331,7 +323,7 @@ int sn_model_save_hf(const struct sn_model *mc, const char *dir, struct sn_err *
     if (!rc)
         rc = sn_st_writer_set_metadata(w, "format", "pt", err);
     if (!rc)
-        rc = path_join(path, sizeof path, dir, "model.safetensors", err);
+        rc = sn_path_join(path, sizeof path, dir, "model.safetensors", err);
     if (!rc)
         rc = sn_st_writer_save(w, path, err);
     for (size_t i = 0; bufs && i < n; i++)

@@ -1,4 +1,4 @@
-/* train/train.h: the training-side reward model R_θ(r ⊕ c) (DESIGN.md §4): a Qwen2-family
+/* train/train.h: the training-side reward model R_θ(r ⊕ c) (docs/design.md §4): a Qwen2-family
 ** decoder built from aten/ ops, LoRA adapters (lora/), a linear reward head, PEFT-compatible
 ** adapter files, and a minimal AdamW. Formats: docs/formats.md (model directory, adapter
 ** checkpoint, safetensors).

@@ -1,4 +1,4 @@
-/* data/sim/attacks.c: attack scenarios (DESIGN.md §4 "Attacks"; docs/simulate.md#attacks):
+/* data/sim/attacks.c: attack scenarios (docs/design.md §4 "Attacks"; docs/simulate.md#attacks):
 ** the counterfactual target, which slots attack (placement, recorded in the trajectory), their
 ** personas, and the AITM interception plan. What attackers say is produced by the backend
 ** (the sim agents, or an LLM with the adversary prompts); the engine applies the transforms. */

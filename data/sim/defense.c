@@ -1,5 +1,5 @@
-/* data/sim/defense.c: the per-round defense hook (issue #6 "Defenses inside the debate";
-** DESIGN.md §4 "Runtime (Algorithm 1)"). `none` keeps every message. `sentinel` scores each
+/* data/sim/defense.c: the per-round defense hook (docs/simulate.md#defense-hook;
+** docs/design.md §4 "Runtime (Algorithm 1)"). `none` keeps every message. `sentinel` scores each
 ** incoming message with the scorer callback, adds the bottom-k senders to the receiver's
 ** cumulative blacklist, and drops blacklisted senders' messages from then on. The scorer is
 ** the runtime detector (export/); until `simulate` is wired to it, selecting `sentinel` in a

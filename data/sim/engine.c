@@ -1,5 +1,6 @@
-/* data/sim/engine.c: one multi-agent debate (DESIGN.md §4 "Debate"; docs/simulate.md
-** #visibility) serialised as one sentinel.trajectory/1 line (docs/formats.md "Trajectory").
+/* data/sim/engine.c: one multi-agent debate (docs/design.md §4 "Debate"; docs/simulate.md
+** #visibility), handed to the trajectory writer (data/trajectory.h) as one sentinel.trajectory/1
+** line (docs/formats.md "Trajectory").
 **
 ** Visibility (what agent k has in view when it speaks in round t; in-edges from the topology,
 ** adj[j][k] = 1):
@@ -103,63 +104,6 @@ uint64_t sn_debate_seed(uint64_t exp_seed, const char *item_id, int replicate)
 {
     return sn_seed_derive(sn_seed_derive(exp_seed, item_id, 0), "replicate", (uint64_t)replicate);
 }
-
-/* ---- JSON writing ---- */
-
-static int js(struct sn_buf *b, const char *s, struct sn_err *err)
-{
-    if (!s)
-        return sn_buf_puts(b, "null", err);
-    char tmp[256];
-    size_t k = 0;
-    tmp[k++] = '"';
-    for (const unsigned char *p = (const unsigned char *)s;; p++) {
-        if (k > sizeof tmp - 8 || !*p) {
-            if (!*p)
-                tmp[k++] = '"';
-            if (sn_buf_append(b, tmp, k, err))
-                return err->code;
-            k = 0;
-            if (!*p)
-                break;
-        }
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            tmp[k++] = '\\';
-            tmp[k++] = (char)c;
-        } else if (c == '\n') {
-            tmp[k++] = '\\';
-            tmp[k++] = 'n';
-        } else if (c == '\t') {
-            tmp[k++] = '\\';
-            tmp[k++] = 't';
-        } else if (c == '\r') {
-            tmp[k++] = '\\';
-            tmp[k++] = 'r';
-        } else if (c < 0x20) {
-            k += (size_t)snprintf(tmp + k, 8, "\\u%04x", c);
-        } else {
-            tmp[k++] = (char)c;
-        }
-    }
-    return SN_OK;
-}
-
-#define PUTS(s)                                                                              \
-    do {                                                                                     \
-        if (sn_buf_puts(out, (s), err))                                                      \
-            return err->code;                                                                \
-    } while (0)
-#define PRINTF(...)                                                                          \
-    do {                                                                                     \
-        if (sn_buf_printf(out, err, __VA_ARGS__))                                            \
-            return err->code;                                                                \
-    } while (0)
-#define JS(s)                                                                                \
-    do {                                                                                     \
-        if (js(out, (s), err))                                                               \
-            return err->code;                                                                \
-    } while (0)
 
 /* ---- prompts and calls ---- */
 
@@ -558,204 +502,144 @@ static bool consensus(struct debate *d, int t)
 
 /* ---- serialisation ---- */
 
-static int write_msg(struct debate *d, const struct msg *m, int k, struct sn_buf *out,
-                     struct sn_err *err)
+/* Fills the writer's view of the debate into the caller's arrays and writes it. */
+static int write_traj(struct debate *d, int replicate, int n_rounds, bool stopped,
+                      const char *final, const char *judge_answer, const char *id,
+                      int (*edges)[2], int (*icpt)[2], struct sn_traj_out_agent *agents,
+                      struct sn_traj_out_msg *msgs, struct sn_traj_delivery *dl,
+                      size_t *round_len, struct sn_buf *out, struct sn_err *err)
 {
-    PRINTF("{\"agent\":%d,\"text\":", k);
-    JS(m->text);
-    PUTS(",\"answer\":");
-    JS(m->parsed ? m->answer : NULL);
-    PRINTF(",\"parsed\":%s,\"latency_ms\":%.3f,\"prompt_tokens\":%ld,\"completion_tokens\":%ld",
-           m->parsed ? "true" : "false", m->latency_ms, m->pt, m->ct);
-    if (m->llm_extracted)
-        PUTS(",\"answer_source\":\"llm\"");
-    if (m->draft) {
-        PUTS(",\"draft\":");
-        JS(m->draft);
-    }
-    if (m->original) {
-        PUTS(",\"injected\":true,\"original_text\":");
-        JS(m->original);
-        PUTS(",\"injected_target\":");
-        JS(m->injected_target);
-    }
-    if (m->n_candidates > 1)
-        PRINTF(",\"candidates\":%d", m->n_candidates);
-    bool any = false;
-    for (int v = 0; m->deliv && v < d->n; v++)
-        any = any || m->deliv[v].text != NULL;
-    if (any) {
-        PUTS(",\"tampered\":true,\"deliveries\":[");
-        bool first = true;
-        for (int v = 0; v < d->n; v++) {
-            if (!m->deliv[v].text)
-                continue;
-            PRINTF("%s{\"to\":%d,\"text\":", first ? "" : ",", v);
-            JS(m->deliv[v].text);
-            PUTS(",\"answer\":");
-            JS(m->deliv[v].parsed ? m->deliv[v].answer : NULL);
-            PUTS("}");
-            first = false;
-        }
-        PUTS("]");
-    }
-    if (strcmp(d->x->defense.name, "none") != 0) {
-        PUTS(",\"blacklisted\":[");
-        bool first = true;
-        for (int j = 0; j < d->n; j++)
-            if ((m->blacklist >> j) & 1) {
-                PRINTF("%s%d", first ? "" : ",", j);
-                first = false;
+    const struct sn_experiment *x = d->x;
+    const struct sn_question *q = d->q;
+    const int n = d->n;
+    struct sn_traj_out t = {
+        .id = id, .experiment = x->name, .scenario = sn_scenario_name(x->scenario),
+        .dataset = q->dataset, .item_id = q->id, .subject = q->subject,
+        .task_name = sn_task_name(q->task), .question = q->question,
+        .options = (const char *const *)q->options, .n_options = q->n_options, .gold = q->gold,
+        .gold_explanation = q->gold_explanation,
+        .adversarial_target = x->scenario != SN_SCEN_NONE && d->plan.target[0] ? d->plan.target
+                                                                               : NULL,
+        .strategy = sn_strategy_name(x->strategy), .topology_name = x->topology.name,
+        .n_agents = n, .edges = (const int(*)[2])edges, .agents = agents,
+        .defense_name = x->defense.name,
+        .bottom_k = strcmp(x->defense.name, "sentinel") == 0 ? x->defense.bottom_k : -1,
+        .msgs = msgs, .round_len = round_len, .n_rounds = (size_t)n_rounds,
+        .final = {.rule = x->decision == SN_DECIDE_JUDGE ? "judge" : "majority",
+                  .answer = final, .correct = sn_answer_equal(final, q->gold, q->task),
+                  .judge_answer = judge_answer, .stopped_early = stopped, .n_rounds = n_rounds},
+        .labels = x->labels, .seed = x->seed, .replicate = replicate,
+        .backend = d->s->backend_desc ? d->s->backend_desc : "",
+        .prompt_version = SN_PROMPT_VERSION, .sentinel_version = SENTINEL_VERSION};
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            if (x->topology.adj[a][b]) {
+                edges[t.n_edges][0] = a;
+                edges[t.n_edges][1] = b;
+                t.n_edges++;
             }
-        PUTS("]");
+    const char *position = x->n_placement_slots ? "explicit"
+                                                : (x->placement ? x->placement : "random");
+    for (int k = 0; k < n; k++) {
+        enum sn_role r = d->plan.role[k];
+        struct sn_traj_out_agent *ag = &agents[k];
+        ag->role = r;
+        ag->model = slot_model(d, k);
+        ag->backend = slot_backend_name(d, k);
+        ag->persona = d->plan.persona[k];
+        ag->position = r != SN_ROLE_HONEST ? position : NULL;
+        if (r == SN_ROLE_INTERCEPTOR) { /* one interceptor per edge: they share icpt */
+            ag->intercepts = (const int(*)[2])icpt;
+            for (int a = 0; a < n; a++)
+                for (int b = 0; b < n; b++)
+                    if (d->plan.intercepted[a][b] && d->plan.interceptor_of[a][b] == k) {
+                        icpt[ag->n_intercepts][0] = a;
+                        icpt[ag->n_intercepts][1] = b;
+                        ag->n_intercepts++;
+                    }
+            icpt += ag->n_intercepts;
+        }
     }
-    PUTS("}");
-    return SN_OK;
+    t.attack.name = sn_scenario_name(x->scenario);
+    if (x->scenario == SN_SCEN_COLLABORATION || x->scenario == SN_SCEN_NETSAFE)
+        t.attack.rhetoric = x->rhetoric ? x->rhetoric
+                                        : (x->scenario == SN_SCEN_NETSAFE ? "misinformation"
+                                                                          : "mixed");
+    if (x->scenario != SN_SCEN_NONE) {
+        t.attack.placement = position;
+        t.attack.n_attackers = x->n_adversaries;
+    }
+    if (x->scenario == SN_SCEN_COLLABORATION)
+        t.attack.best_of_n = x->best_of_n;
+    if (x->scenario == SN_SCEN_PSYSAFE)
+        t.attack.persona = x->persona ? x->persona : "authority";
+    if (x->scenario == SN_SCEN_AUTOINJECT) {
+        t.attack.has_injection = true;
+        t.attack.injection_rate = x->injection_rate;
+        t.attack.adaptive = x->adaptive;
+    }
+    bool defended = strcmp(x->defense.name, "none") != 0;
+    struct sn_traj_out_msg *om = msgs;
+    struct sn_traj_delivery *od = dl;
+    for (int r = 0; r < n_rounds; r++)
+        for (int k = 0; k < n; k++) {
+            const struct msg *m = M(d, r, k);
+            if (!m->spoke)
+                continue;
+            round_len[r]++;
+            *om = (struct sn_traj_out_msg){
+                .agent = k, .text = m->text, .answer = m->parsed ? m->answer : NULL,
+                .parsed = m->parsed, .latency_ms = m->latency_ms, .prompt_tokens = m->pt,
+                .completion_tokens = m->ct, .answer_from_llm = m->llm_extracted,
+                .draft = m->draft, .original_text = m->original,
+                .injected_target = m->original ? m->injected_target : NULL,
+                .candidates = m->n_candidates, .deliveries = od,
+                .has_blacklist = defended, .blacklist = m->blacklist};
+            for (int v = 0; m->deliv && v < n; v++)
+                if (m->deliv[v].text) {
+                    od->to = v;
+                    od->text = m->deliv[v].text;
+                    od->answer = m->deliv[v].parsed ? m->deliv[v].answer : NULL;
+                    od++;
+                    om->n_deliveries++;
+                }
+            om++;
+        }
+    return sn_traj_write(&t, out, err);
 }
 
+/* The debate as the trajectory writer sees it (data/trajectory.h), then written. */
 static int write_json(struct debate *d, int replicate, int n_rounds, bool stopped,
                       const char *final, const char *judge_answer, struct sn_buf *out,
                       struct sn_err *err)
 {
     const struct sn_experiment *x = d->x;
     const struct sn_question *q = d->q;
+    const int n = d->n;
     char id[256];
     sn_debate_id(x->name, q->id, replicate, x->seed, id, sizeof id);
-    PUTS("{\"schema\":\"sentinel.trajectory/1\",\"id\":");
-    JS(id);
-    PUTS(",\"experiment\":");
-    JS(x->name);
-    PUTS(",\"scenario\":");
-    JS(sn_scenario_name(x->scenario));
-    PUTS(",\"dataset\":");
-    JS(q->dataset);
-    PUTS(",\"item_id\":");
-    JS(q->id);
-    PUTS(",\"subject\":");
-    JS(q->subject);
-    PUTS(",\"task\":");
-    JS(sn_task_name(q->task));
-    PUTS(",\"question\":");
-    JS(q->question);
-    PUTS(",\"options\":[");
-    for (size_t i = 0; i < q->n_options; i++) {
-        if (i)
-            PUTS(",");
-        JS(q->options[i]);
-    }
-    PUTS("],\"gold\":");
-    JS(q->gold);
-    PUTS(",\"gold_explanation\":");
-    JS(q->gold_explanation);
-    PUTS(",\"adversarial_target\":");
-    JS(x->scenario != SN_SCEN_NONE && d->plan.target[0] ? d->plan.target : NULL);
-    PUTS(",\"strategy\":");
-    JS(sn_strategy_name(x->strategy));
-    PUTS(",\"topology\":{\"name\":");
-    JS(x->topology.name);
-    PRINTF(",\"n_agents\":%d,\"edges\":[", d->n);
-    bool first = true;
-    for (int a = 0; a < d->n; a++)
-        for (int b = 0; b < d->n; b++)
-            if (x->topology.adj[a][b]) {
-                PRINTF("%s[%d,%d]", first ? "" : ",", a, b);
-                first = false;
-            }
-    PUTS("]},\"agents\":[");
-    for (int k = 0; k < d->n; k++) {
-        enum sn_role r = d->plan.role[k];
-        PRINTF("%s{\"id\":%d,\"role\":", k ? "," : "", k);
-        JS(sn_role_name(r));
-        PUTS(",\"model\":");
-        JS(slot_model(d, k));
-        PUTS(",\"backend\":");
-        JS(slot_backend_name(d, k));
-        PUTS(",\"persona\":");
-        JS(d->plan.persona[k]);
-        if (r != SN_ROLE_HONEST) {
-            PUTS(",\"position\":");
-            JS(x->n_placement_slots ? "explicit" : (x->placement ? x->placement : "random"));
-        }
-        if (r == SN_ROLE_INTERCEPTOR) {
-            PUTS(",\"intercepts\":[");
-            bool f2 = true;
-            for (int a = 0; a < d->n; a++)
-                for (int b = 0; b < d->n; b++)
-                    if (d->plan.intercepted[a][b] && d->plan.interceptor_of[a][b] == k) {
-                        PRINTF("%s[%d,%d]", f2 ? "" : ",", a, b);
-                        f2 = false;
-                    }
-            PUTS("]");
-        }
-        PUTS("}");
-    }
-    PUTS("],\"attack\":{\"name\":");
-    JS(sn_scenario_name(x->scenario));
-    if (x->scenario == SN_SCEN_COLLABORATION || x->scenario == SN_SCEN_NETSAFE) {
-        PUTS(",\"rhetoric\":");
-        JS(x->rhetoric ? x->rhetoric : (x->scenario == SN_SCEN_NETSAFE ? "misinformation"
-                                                                        : "mixed"));
-    }
-    if (x->scenario != SN_SCEN_NONE) {
-        PUTS(",\"placement\":");
-        JS(x->n_placement_slots ? "explicit" : (x->placement ? x->placement : "random"));
-        PRINTF(",\"n_attackers\":%d", x->n_adversaries);
-    }
-    if (x->scenario == SN_SCEN_COLLABORATION)
-        PRINTF(",\"best_of_n\":%d", x->best_of_n);
-    if (x->scenario == SN_SCEN_PSYSAFE) {
-        PUTS(",\"persona\":");
-        JS(x->persona ? x->persona : "authority");
-    }
-    if (x->scenario == SN_SCEN_AUTOINJECT)
-        PRINTF(",\"injection_rate\":%g,\"adaptive\":%s", x->injection_rate,
-               x->adaptive ? "true" : "false");
-    PUTS("},\"defense\":{\"name\":");
-    JS(x->defense.name);
-    if (strcmp(x->defense.name, "sentinel") == 0)
-        PRINTF(",\"bottom_k\":%d", x->defense.bottom_k);
-    PUTS("},\"rounds\":[");
-    for (int t = 0; t < n_rounds; t++) {
-        PUTS(t ? ",[" : "[");
-        bool f = true;
-        for (int k = 0; k < d->n; k++) {
-            const struct msg *m = M(d, t, k);
-            if (!m->spoke)
-                continue;
-            if (!f)
-                PUTS(",");
-            f = false;
-            if (write_msg(d, m, k, out, err))
-                return err->code;
-        }
-        PUTS("]");
-    }
-    PUTS("],\"final\":{\"rule\":");
-    JS(x->decision == SN_DECIDE_JUDGE ? "judge" : "majority");
-    PUTS(",\"answer\":");
-    JS(final);
-    PRINTF(",\"correct\":%s,\"judge_answer\":",
-           sn_answer_equal(final, q->gold, q->task) ? "true" : "false");
-    JS(judge_answer);
-    PRINTF(",\"stopped_early\":%s,\"n_rounds\":%d},\"labels\":", stopped ? "true" : "false",
-           n_rounds);
-    if (x->labels) {
-        char *l = cJSON_PrintUnformatted(x->labels);
-        if (!l)
-            return sn_err_set(err, SN_E_NOMEM, "out of memory");
-        int rc = sn_buf_puts(out, l, err);
-        cJSON_free(l);
-        if (rc)
-            return rc;
-    } else {
-        PUTS("{}");
-    }
-    PRINTF(",\"seed\":%llu,\"replicate\":%d,\"backend\":", (unsigned long long)x->seed,
-           replicate);
-    JS(d->s->backend_desc ? d->s->backend_desc : "");
-    PUTS(",\"prompt_version\":\"" SN_PROMPT_VERSION "\",\"sentinel_version\":\"" SENTINEL_VERSION
-         "\"}");
-    return SN_OK;
+    /* edges (n*n), agents (n), intercepted edges (n*n at most over all interceptors: one
+    ** interceptor per edge), messages (T*n), deliveries (n per message), round lengths */
+    size_t n_msg_max = (size_t)n_rounds * (size_t)n;
+    int (*edges)[2] = sn_malloc((size_t)n * n * sizeof *edges);
+    int (*icpt)[2] = sn_malloc((size_t)n * n * sizeof *icpt);
+    struct sn_traj_out_agent *agents = sn_calloc((size_t)n, sizeof *agents);
+    struct sn_traj_out_msg *msgs = sn_calloc(n_msg_max ? n_msg_max : 1, sizeof *msgs);
+    struct sn_traj_delivery *dl = sn_calloc(n_msg_max ? n_msg_max * (size_t)n : 1, sizeof *dl);
+    size_t *round_len = sn_calloc(n_rounds ? (size_t)n_rounds : 1, sizeof *round_len);
+    int rc = !edges || !icpt || !agents || !msgs || !dl || !round_len
+                 ? sn_err_set(err, SN_E_NOMEM, "out of memory")
+                 : SN_OK;
+    if (!rc)
+        rc = write_traj(d, replicate, n_rounds, stopped, final, judge_answer, id, edges, icpt,
+                        agents, msgs, dl, round_len, out, err);
+    sn_free(edges);
+    sn_free(icpt);
+    sn_free(agents);
+    sn_free(msgs);
+    sn_free(dl);
+    sn_free(round_len);
+    return rc;
 }
 
 /* ---- the debate ---- */

@@ -1,6 +1,6 @@
 /* data/sim/sim.h: the debate engine, attack scenarios, the per-round defense hook, the
 ** structured `sim_hint` read by the built-in simulated agents, and `simulate` runs
-** (DESIGN.md §2, §4; issue #6). Behaviour model, visibility rules and recipe keys:
+** (docs/design.md §2, §4). Behaviour model, visibility rules and recipe keys:
 ** docs/simulate.md. Trajectory format: docs/formats.md "Trajectory".
 **
 ** Layers, bottom up:
@@ -102,14 +102,14 @@ struct sn_sim_hint {
 };
 
 /* The `sim` backend kind (llm/llm.h), e.g. {"kind":"sim","competence":0.8,...}; keys:
-** docs/simulate.md#behaviour. Unknown keys are an error naming the nearest valid one. */
+** docs/simulate.md#the-sim-backend-behaviour-model. Unknown keys are an error naming the nearest valid one. */
 int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct sn_err *err);
 /* Opens a recipe endpoint of any kind a debate can use: "sim" here, "openai" (and whatever
 ** else llm/ builds in) through sn_llm_backend_open_with. */
 int sn_sim_endpoint_open(const cJSON *config, struct sn_llm_backend **out, struct sn_err *err);
 
 /* The sim backend's persuasiveness estimate of a text in [0, 1] (cue-word model,
-** docs/simulate.md#behaviour). Deterministic; used by sim agents and the sim judge. */
+** docs/simulate.md#the-sim-backend-behaviour-model). Deterministic; used by sim agents and the sim judge. */
 double sn_sim_persuasion(const char *text);
 
 /* ---- prompts (prompts.c) --------------------------------------------------------------- */
@@ -136,7 +136,7 @@ int sn_prompt_render(const struct sn_prompts *p, enum sn_prompt_id id, const cha
 /* Called for each receiver before it speaks, with the messages in its view; clears keep[i] to
 ** drop message i. A `sentinel` defense scores each incoming message with `score` (higher =
 ** more trustworthy; the runtime detector's R(response ⊕ context)), adds the bottom-k senders
-** to the receiver's cumulative blacklist (DESIGN.md §4 Algorithm 1) and drops blacklisted
+** to the receiver's cumulative blacklist (docs/design.md §4 Algorithm 1) and drops blacklisted
 ** senders from then on. */
 struct sn_defense_scorer {
     int (*score)(void *ctx, const char *context, const char *response, float *out,

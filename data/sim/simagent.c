@@ -1,10 +1,10 @@
 /* data/sim/simagent.c: the `sim` backend: built-in simulated agents, deterministic by the
-** request's seed, with no network (issue #6 "Backends (2)"). They read the structured
+** request's seed, with no network. They read the structured
 ** struct sn_sim_hint (data/sim/sim.h) instead of the prompt, decide an answer with the
 ** behaviour model below, and write real, varied sentences from the question, its options and
 ** its numbers, ending with a final answer that data/extract.c parses.
 **
-** Behaviour model (docs/simulate.md#behaviour, parameters = endpoint config keys):
+** Behaviour model (docs/simulate.md#the-sim-backend-behaviour-model, parameters = endpoint config keys):
 **   round 0 / no previous answer: correct with probability c (competence for the dataset),
 **     else a wrong answer (another option; for numbers a slip of the gold value).
 **   later rounds: candidates = own previous answer ∪ answers in view. Each gets

@@ -1,4 +1,4 @@
-/* data/sim/topology.c: communication graphs and attacker placement (DESIGN.md §4 "Topology";
+/* data/sim/topology.c: communication graphs and attacker placement (docs/design.md §4 "Topology";
 ** docs/simulate.md#topologies). adj[from][to] = 1 means `to` receives what `from` says.
 ** Also the enum name tables of sim.h. */
 #include "data/sim/sim.h"

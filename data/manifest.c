@@ -1,0 +1,158 @@
+/* data/manifest.c: loading and verifying the manifest of a shard directory (data/shard.h;
+** docs/formats.md). */
+#include "data/shard_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void sn_manifest_free(struct sn_manifest *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n_shards; i++)
+        sn_free(m->shards[i].file);
+    sn_free(m->shards);
+    sn_free(m->dir);
+    cJSON_Delete(m->json);
+    sn_free(m);
+}
+
+static bool is_hex64(const char *s)
+{
+    if (!s || strlen(s) != 64)
+        return false;
+    for (int i = 0; i < 64; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+int sn_manifest_load(const char *path, struct sn_manifest **out, struct sn_err *err)
+{
+    *out = NULL;
+    struct sn_manifest *m = sn_calloc(1, sizeof *m);
+    char *file = NULL;
+    if (!m)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    int rc = SN_OK;
+    if (sn_path_is_dir(path)) {
+        m->dir = sn_strdup(path);
+        file = sn_path_join_new(path, SN_MANIFEST_NAME);
+    } else {
+        const char *slash = strrchr(path, '/');
+        m->dir = slash ? sn_strndup(path, (size_t)(slash - path) ? (size_t)(slash - path) : 1)
+                       : sn_strdup(".");
+        file = sn_strdup(path);
+    }
+    if (!m->dir || !file) {
+        rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+        goto done;
+    }
+    rc = sn_json_load(file, &m->json, err);
+    if (rc)
+        goto done;
+    const cJSON *j = m->json, *sch = cJSON_GetObjectItemCaseSensitive(j, "schema");
+    if (!cJSON_IsObject(j) || !cJSON_IsString(sch) ||
+        strcmp(sch->valuestring, SN_MANIFEST_SCHEMA) != 0) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: schema '%s' is not '%s'", file,
+                        cJSON_IsString(sch) ? sch->valuestring : "(missing)", SN_MANIFEST_SCHEMA);
+        goto done;
+    }
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "complete");
+    m->complete = cJSON_IsTrue(c);
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "shards");
+    if (!cJSON_IsArray(arr)) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: 'shards': expected an array", file);
+        goto done;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(arr);
+    m->shards = sn_calloc(n ? n : 1, sizeof *m->shards);
+    if (!m->shards) {
+        rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+        goto done;
+    }
+    size_t k = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(e, "file");
+        const cJSON *sp = cJSON_GetObjectItemCaseSensitive(e, "split");
+        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(e, "count");
+        const cJSON *ix = cJSON_GetObjectItemCaseSensitive(e, "index");
+        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "sha256");
+        struct sn_manifest_shard *s = &m->shards[k];
+        if (!cJSON_IsString(fn) || !fn->valuestring[0] || strchr(fn->valuestring, '/') ||
+            !strcmp(fn->valuestring, "..") || !cJSON_IsString(sp) || !cJSON_IsNumber(ct) ||
+            ct->valuedouble < 0 || ct->valuedouble > (double)MAX_COUNT_LIMIT ||
+            !cJSON_IsNumber(ix) || ix->valuedouble < 0 || !cJSON_IsString(sh) ||
+            !is_hex64(sh->valuestring)) {
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: shards[%zu]: expected {file (a name in the "
+                            "manifest's directory), split, index, count >= 0, sha256 (64 hex)}",
+                            file, k);
+            goto done;
+        }
+        if ((rc = sn_split_parse(sp->valuestring, &s->split, err))) {
+            sn_err_wrap(err, "%s: shards[%zu]", file, k);
+            goto done;
+        }
+        s->file = sn_strdup(fn->valuestring);
+        if (!s->file) {
+            rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+            goto done;
+        }
+        s->count = (int64_t)ct->valuedouble;
+        s->index = (int64_t)ix->valuedouble;
+        memcpy(s->sha256, sh->valuestring, 65);
+        m->counts[s->split] += s->count;
+        m->n_shards = ++k;
+    }
+done:
+    sn_free(file);
+    if (rc) {
+        sn_manifest_free(m);
+        return rc;
+    }
+    *out = m;
+    return SN_OK;
+}
+
+int sn_manifest_paths(const struct sn_manifest *m, enum sn_split split, char ***paths, size_t *n,
+                      struct sn_err *err)
+{
+    *paths = NULL;
+    *n = 0;
+    char **v = sn_calloc(m->n_shards ? m->n_shards : 1, sizeof *v);
+    if (!v)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < m->n_shards; i++) {
+        if (split != SN_SPLIT_COUNT && m->shards[i].split != split)
+            continue;
+        v[k] = sn_path_join_new(m->dir, m->shards[i].file);
+        if (!v[k]) {
+            sn_paths_free(v, k);
+            return sn_err_set(err, SN_E_NOMEM, "out of memory");
+        }
+        k++;
+    }
+    *paths = v;
+    *n = k;
+    return SN_OK;
+}
+
+int sn_manifest_verify(const struct sn_manifest *m, struct sn_err *err)
+{
+    for (size_t i = 0; i < m->n_shards; i++) {
+        char *p = sn_path_join_new(m->dir, m->shards[i].file), hex[65];
+        if (!p)
+            return sn_err_set(err, SN_E_NOMEM, "out of memory");
+        int rc = sn_sha256_file(p, hex, err);
+        if (!rc && strcmp(hex, m->shards[i].sha256) != 0)
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: SHA-256 %.16s… does not match the manifest's "
+                            "%.16s…; the file changed after it was written", p, hex,
+                            m->shards[i].sha256);
+        sn_free(p);
+        if (rc)
+            return rc;
+    }
+    return SN_OK;
+}
