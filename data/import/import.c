@@ -6,9 +6,6 @@
 #include <string.h>
 #include <zlib.h>
 
-#ifndef SENTINEL_VERSION
-#define SENTINEL_VERSION "0.0.0"
-#endif
 
 static const struct imp_format *const formats[] = {&imp_format_collab_attack,
                                                    &imp_format_chatlog};
@@ -98,181 +95,69 @@ int imp_plurality(const char *const *vals, size_t n)
     return win;
 }
 
-/* ---- the writer ---- */
-
-static int js(struct sn_buf *b, const char *s, struct sn_err *err)
-{
-    if (!s)
-        return sn_buf_puts(b, "null", err);
-    char tmp[256];
-    size_t k = 0;
-    tmp[k++] = '"';
-    for (const unsigned char *p = (const unsigned char *)s;; p++) {
-        if (k > sizeof tmp - 8 || !*p) {
-            if (!*p)
-                tmp[k++] = '"';
-            if (sn_buf_append(b, tmp, k, err))
-                return err->code;
-            k = 0;
-            if (!*p)
-                break;
-        }
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            tmp[k++] = '\\';
-            tmp[k++] = (char)c;
-        } else if (c == '\n') {
-            tmp[k++] = '\\';
-            tmp[k++] = 'n';
-        } else if (c == '\t') {
-            tmp[k++] = '\\';
-            tmp[k++] = 't';
-        } else if (c == '\r') {
-            tmp[k++] = '\\';
-            tmp[k++] = 'r';
-        } else if (c < 0x20) {
-            k += (size_t)snprintf(tmp + k, 8, "\\u%04x", c);
-        } else {
-            tmp[k++] = (char)c;
-        }
-    }
-    return SN_OK;
-}
-
-#define PUTS(s)                                                                              \
-    do {                                                                                     \
-        if (sn_buf_puts(out, (s), err))                                                      \
-            return err->code;                                                                \
-    } while (0)
-#define PRINTF(...)                                                                          \
-    do {                                                                                     \
-        if (sn_buf_printf(out, err, __VA_ARGS__))                                            \
-            return err->code;                                                                \
-    } while (0)
-#define JS(s)                                                                                \
-    do {                                                                                     \
-        if (js(out, (s), err))                                                               \
-            return err->code;                                                                \
-    } while (0)
-
-static int put_json(struct sn_buf *out, const cJSON *j, struct sn_err *err)
-{
-    char *s = cJSON_PrintUnformatted(j);
-    if (!s)
-        return sn_err_set(err, SN_E_NOMEM, "out of memory");
-    int rc = sn_buf_puts(out, s, err);
-    cJSON_free(s);
-    return rc;
-}
+/* ---- the writer: the project's one trajectory writer (data/trajectory.h) ---- */
 
 int imp_write_traj(const struct imp_traj *t, struct sn_buf *out, struct sn_err *err)
 {
-    PUTS("{\"schema\":\"" SN_TRAJ_SCHEMA "\",\"id\":");
-    JS(t->id);
-    PUTS(",\"experiment\":");
-    JS(t->experiment);
-    PUTS(",\"scenario\":");
-    JS(t->scenario);
-    PUTS(",\"dataset\":");
-    JS(t->dataset);
-    PUTS(",\"item_id\":");
-    JS(t->item_id);
-    PUTS(",\"subject\":");
-    JS(t->subject);
-    PUTS(",\"task\":");
-    JS(t->task);
-    PUTS(",\"question\":");
-    JS(t->question);
-    PUTS(",\"options\":[");
-    for (size_t i = 0; i < t->n_options; i++) {
-        if (i)
-            PUTS(",");
-        JS(t->options[i]);
+    size_t n = (size_t)t->n_agents, nm = t->n_rounds * n;
+    size_t n_edges = n * (n - 1);
+    int (*edges)[2] = sn_calloc(n_edges ? n_edges : 1, sizeof *edges);
+    struct sn_traj_out_agent *agents = sn_calloc(n, sizeof *agents);
+    struct sn_traj_out_msg *msgs = sn_calloc(nm ? nm : 1, sizeof *msgs);
+    size_t *round_len = sn_calloc(t->n_rounds ? t->n_rounds : 1, sizeof *round_len);
+    int rc = SN_OK;
+    if (!edges || !agents || !msgs || !round_len) {
+        rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+        goto out;
     }
-    PUTS("],\"gold\":");
-    JS(t->gold);
-    PUTS(",\"gold_explanation\":");
-    JS(t->gold_explanation);
-    PUTS(",\"adversarial_target\":");
-    JS(t->adversarial_target);
-    PUTS(",\"strategy\":");
-    JS(t->strategy);
-    PRINTF(",\"topology\":{\"name\":\"complete\",\"n_agents\":%d,\"edges\":[", t->n_agents);
-    bool first = true;
+    size_t e = 0;
     for (int a = 0; a < t->n_agents; a++)
         for (int b = 0; b < t->n_agents; b++)
             if (a != b) {
-                PRINTF("%s[%d,%d]", first ? "" : ",", a, b);
-                first = false;
+                edges[e][0] = a;
+                edges[e][1] = b;
+                e++;
             }
-    PUTS("]},\"agents\":[");
-    for (int k = 0; k < t->n_agents; k++) {
+    for (size_t k = 0; k < n; k++) {
         const struct imp_agent *a = &t->agents[k];
-        PRINTF("%s{\"id\":%d,\"role\":", k ? "," : "", k);
-        JS(a->role);
-        PUTS(",\"model\":");
-        JS(a->model);
-        PUTS(",\"backend\":");
-        JS(a->backend);
-        PUTS(",\"persona\":");
-        JS(a->persona);
-        if (a->position) {
-            PUTS(",\"position\":");
-            JS(a->position);
-        }
-        PUTS("}");
+        agents[k] = (struct sn_traj_out_agent){
+            .role = strcmp(a->role, "adversary") ? SN_ROLE_HONEST : SN_ROLE_ADVERSARY,
+            .model = a->model, .backend = a->backend, .persona = a->persona,
+            .position = a->position};
     }
-    PUTS("],\"attack\":{\"name\":");
-    JS(t->attack_name);
-    if (t->placement) {
-        PUTS(",\"placement\":");
-        JS(t->placement);
-        PRINTF(",\"n_attackers\":%d", t->n_attackers);
-    }
-    if (t->best_of_n > 0)
-        PRINTF(",\"best_of_n\":%d", t->best_of_n);
-    PUTS("},\"defense\":{\"name\":\"none\"},\"rounds\":[");
-    for (size_t r = 0; r < t->n_rounds; r++) {
-        PUTS(r ? ",[" : "[");
-        for (int k = 0; k < t->n_agents; k++) {
-            const struct imp_msg *m = &t->msgs[r * (size_t)t->n_agents + (size_t)k];
-            PRINTF("%s{\"agent\":%d,\"text\":", k ? "," : "", m->agent);
-            JS(m->text);
-            PUTS(",\"answer\":");
-            JS(m->answer);
-            PRINTF(",\"parsed\":%s,\"latency_ms\":0,\"prompt_tokens\":0,"
-                   "\"completion_tokens\":0",
-                   m->answer ? "true" : "false");
-            if (m->answer_rule) {
-                PUTS(",\"answer_rule\":");
-                JS(m->answer_rule);
-            }
-            PUTS("}");
-        }
-        PUTS("]");
-    }
-    PUTS("],\"final\":{\"rule\":\"majority\",\"answer\":");
-    JS(t->final_answer);
-    PRINTF(",\"correct\":%s,\"judge_answer\":null,\"stopped_early\":false,\"n_rounds\":%zu},"
-           "\"labels\":",
-           t->final_correct ? "true" : "false", t->n_rounds);
-    if (t->labels) {
-        if (put_json(out, t->labels, err))
-            return err->code;
-    } else {
-        PUTS("{}");
-    }
-    if (t->import) {
-        PUTS(",\"import\":");
-        if (put_json(out, t->import, err))
-            return err->code;
-    }
-    PRINTF(",\"seed\":0,\"replicate\":%lld,\"backend\":", (long long)t->replicate);
-    JS(t->backend);
-    PUTS(",\"prompt_version\":");
-    JS(t->prompt_version);
-    PUTS(",\"sentinel_version\":\"" SENTINEL_VERSION "\"}");
-    return SN_OK;
+    for (size_t i = 0; i < nm; i++)
+        msgs[i] = (struct sn_traj_out_msg){.agent = t->msgs[i].agent, .text = t->msgs[i].text,
+                                           .answer = t->msgs[i].answer,
+                                           .parsed = t->msgs[i].answer != NULL,
+                                           .answer_rule = t->msgs[i].answer_rule};
+    for (size_t r = 0; r < t->n_rounds; r++)
+        round_len[r] = n;
+    struct sn_traj_out o = {
+        .id = t->id, .experiment = t->experiment, .scenario = t->scenario,
+        .dataset = t->dataset, .item_id = t->item_id, .subject = t->subject,
+        .task_name = t->task, .question = t->question, .options = t->options,
+        .n_options = t->n_options, .gold = t->gold, .gold_explanation = t->gold_explanation,
+        .adversarial_target = t->adversarial_target, .strategy = t->strategy,
+        .topology_name = "complete", .n_agents = t->n_agents,
+        .edges = (const int(*)[2])edges, .n_edges = n_edges, .agents = agents,
+        .defense_name = "none", .bottom_k = -1, .msgs = msgs, .round_len = round_len,
+        .n_rounds = t->n_rounds,
+        .final = {.rule = "majority", .answer = t->final_answer, .correct = t->final_correct,
+                  .n_rounds = (int64_t)t->n_rounds},
+        .labels = t->labels, .import = t->import, .seed = 0, .replicate = (int)t->replicate,
+        .backend = t->backend, .prompt_version = t->prompt_version,
+        .sentinel_version = SENTINEL_VERSION};
+    o.attack.name = t->attack_name;
+    o.attack.placement = t->placement;
+    o.attack.n_attackers = t->n_attackers;
+    o.attack.best_of_n = t->best_of_n;
+    rc = sn_traj_write(&o, out, err);
+out:
+    sn_free(edges);
+    sn_free(agents);
+    sn_free(msgs);
+    sn_free(round_len);
+    return rc;
 }
 
 /* ---- output: plain or one gzip stream, atomically ---- */
