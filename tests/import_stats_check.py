@@ -68,6 +68,12 @@ def main():
                 bad += 1
                 print("MISMATCH %s %s: got %s (over %s replicates), published %.3f" % (
                     exp, metric, got, row and row.get("rep_n"), v))
+    if sys.argv[2] == "full":
+        # the legacy all-adversary file has no honest slot: honest metrics are undefined, not 0
+        r = rows.get((E + "mmlu.adv_mmlu_100_3_3_3", "accuracy.honest.r0"))
+        if not r or r["value"] is not None or r["n"] != 0:
+            bad += 1
+            print("MISMATCH adv_mmlu_100_3_3_3 accuracy.honest.r0 should be undefined: %s" % r)
     print("import_stats_check: %d published numbers checked, %d mismatches" % (n, bad))
     return 1 if bad or n == 0 else 0
 
