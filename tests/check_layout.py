@@ -108,6 +108,29 @@ def main():
                                             "(docs/modules.txt line %d)"
                                             % (rel, n, inc, mod, lib, table[mod]["line"]))
 
+    # The human-readable table of docs/design.md §3 says the same as docs/modules.txt.
+    design = os.path.join(root, "docs", "design.md")
+    seen_rows = set()
+    with open(design, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) != 4 or cells[0] not in table:
+                continue
+            seen_rows.add(cells[0])
+            row = table[cells[0]]
+            folders = set(re.findall(r"`([\w/]+)/`", cells[1]))
+            uses = cells[3].replace(",", " ").split()
+            mods = {u for u in uses if u in table}
+            want = {u for u in row["uses"] if u != "*"}
+            if folders != set(row["folders"]):
+                problems.append("docs/design.md:%d: module '%s' folders %s, docs/modules.txt says %s"
+                                % (n, cells[0], sorted(folders), sorted(row["folders"])))
+            if "*" not in row["uses"] and mods != want:
+                problems.append("docs/design.md:%d: module '%s' may use %s, docs/modules.txt says %s"
+                                % (n, cells[0], sorted(mods), sorted(want)))
+    for name in sorted(set(table) - seen_rows):
+        problems.append("docs/design.md: no row for module '%s' of docs/modules.txt" % name)
+
     # CMake libraries: sn_module(NAME DIRS ... DEPS ...)
     n_libs = 0
     with open(os.path.join(root, "CMakeLists.txt"), encoding="utf-8") as f:
