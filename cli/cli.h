@@ -13,6 +13,7 @@ enum { SN_EXIT_OK = 0, SN_EXIT_FAIL = 1, SN_EXIT_USAGE = 2, SN_EXIT_UNAVAILABLE 
 
 int sn_cmd_run(int argc, char **argv);
 int sn_cmd_simulate(int argc, char **argv);
+int sn_cmd_import(int argc, char **argv);
 int sn_cmd_build(int argc, char **argv);
 int sn_cmd_train(int argc, char **argv);
 int sn_cmd_export(int argc, char **argv);

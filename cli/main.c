@@ -10,6 +10,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"run",      sn_cmd_run,      "the whole pipeline from one recipe, each stage cached and resumable"},
+    {"import",   sn_cmd_import,   "published debate logs or chat logs -> trajectories"},
     {"simulate", sn_cmd_simulate, "debates under attack -> trajectories (JSONL.gz)"},
     {"build",    sn_cmd_build,    "trajectories -> (context, chosen, rejected, reference) HDF5 shards"},
     {"train",    sn_cmd_train,    "LoRA + reward head on a Qwen2-family base -> checkpoints"},

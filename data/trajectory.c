@@ -872,6 +872,10 @@ static int write_msg(const struct sn_traj_out_msg *m, struct sn_buf *out, struct
            m->completion_tokens);
     if (m->answer_from_llm)
         PUTS(",\"answer_source\":\"llm\"");
+    if (m->answer_rule) {
+        PUTS(",\"answer_rule\":");
+        JS(m->answer_rule);
+    }
     if (m->draft) {
         PUTS(",\"draft\":");
         JS(m->draft);
@@ -1029,6 +1033,16 @@ int sn_traj_write(const struct sn_traj_out *t, struct sn_buf *out, struct sn_err
             return rc;
     } else {
         PUTS("{}");
+    }
+    if (t->import) {
+        PUTS(",\"import\":");
+        char *l = cJSON_PrintUnformatted(t->import);
+        if (!l)
+            return sn_err_set(err, SN_E_NOMEM, "out of memory");
+        int rc = sn_buf_puts(out, l, err);
+        cJSON_free(l);
+        if (rc)
+            return rc;
     }
     PRINTF(",\"seed\":%llu,\"replicate\":%d,\"backend\":", (unsigned long long)t->seed,
            t->replicate);

@@ -150,6 +150,7 @@ struct sn_traj_out_msg {
     size_t      n_deliveries;
     bool        has_blacklist;   /* write "blacklisted" (a defense ran) */
     uint64_t    blacklist;       /* bit j: agent j */
+    const char *answer_rule;     /* importers: how `answer` was obtained; NULL = absent */
 };
 
 struct sn_traj_out_agent {
@@ -188,6 +189,7 @@ struct sn_traj_out {
     size_t      n_rounds;
     struct sn_traj_final final;
     const cJSON *labels;            /* NULL: {} */
+    const cJSON *import;            /* importers: provenance object "import"; NULL = absent */
     uint64_t    seed;
     int         replicate;
     const char *backend, *prompt_version, *sentinel_version;

@@ -41,6 +41,9 @@ enum sn_majority {
     SN_MAJORITY_PLURALITY, /* most votes (sn_vote_plurality); ties by sn_stats_params.tie */
     SN_MAJORITY_STRICT,    /* most votes; a tie is no decision, counted wrong, whatever .tie */
     SN_MAJORITY_JUDGE,     /* the recorded judge's answer (final decision only) */
+    SN_MAJORITY_SOURCE,    /* the Collaboration-attack evaluation's vote: unparsed answers are
+                           ** one value of their own, a strict plurality of at least 2 wins,
+                           ** a winning unparsed value or a tie is no decision */
     SN_MAJORITY_COUNT
 };
 const char *sn_majority_name(enum sn_majority m);

@@ -48,7 +48,7 @@ struct sn_panels sn_panels_compute(double p_base, double p_hon, double p_adv)
     return p;
 }
 
-static const char *const majority_names[] = {"plurality", "strict", "judge"};
+static const char *const majority_names[] = {"plurality", "strict", "judge", "source"};
 _Static_assert(sizeof majority_names / sizeof majority_names[0] == SN_MAJORITY_COUNT,
                "majority names out of sync");
 
@@ -66,7 +66,7 @@ int sn_majority_parse(const char *s, enum sn_majority *out, struct sn_err *err)
         }
     }
     return sn_err_set(err, SN_E_ARG, "--majority: unknown rule '%s' (expected plurality, "
-                                     "strict or judge)", s);
+                                     "strict, judge or source)", s);
 }
 
 static const char *const kind_names[] = {"rate", "mean", "count", "pp", "diff"};

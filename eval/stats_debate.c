@@ -77,9 +77,48 @@ static bool is_voter(const struct sn_traj *t, size_t a)
 ** vote (data/vote.h) over the parsed answers of voters who spoke, in slot order. Strict is
 ** plurality whose ties are no decision whatever the tie rule. The random tie-break is seeded
 ** by (debate id, round), as the engine seeds it. */
+static bool same_vote(const char *a, const char *b) { return a ? eq(a, b) : !b; }
+
+/* --majority source (docs/formats.md "Imported trajectories"): every voter who spoke votes, an
+** unparsed answer (NULL) being one value of its own; a strict plurality of at least two votes
+** wins; a tie, all different, or a winning NULL is no decision. */
+static const char *decide_source(const struct sn_traj *t, const struct sn_deb *d, size_t r,
+                                 bool *tie)
+{
+    size_t N = d->N, T = d->T;
+    const char *best = NULL;
+    int best_n = 0;
+    *tie = false;
+    for (size_t a = 0; a < N; a++) {
+        if (!is_voter(t, a) || !d->spoke[a * T + r])
+            continue;
+        const char *x = d->ans[a * T + r];
+        bool seen = false;
+        for (size_t b = 0; b < a && !seen; b++)
+            seen = is_voter(t, b) && d->spoke[b * T + r] && same_vote(d->ans[b * T + r], x);
+        if (seen)
+            continue;
+        int n = 0;
+        for (size_t b = a; b < N; b++)
+            n += is_voter(t, b) && d->spoke[b * T + r] && same_vote(d->ans[b * T + r], x);
+        if (n > best_n) {
+            best_n = n;
+            best = x;
+            *tie = false;
+        } else if (n == best_n) {
+            *tie = true;
+        }
+    }
+    if (*tie || best_n < 2)
+        return NULL;
+    return best;
+}
+
 const char *sn_deb_decide(const struct sn_traj *t, const struct sn_deb *d, size_t r,
                           enum sn_majority majority, enum sn_vote_tie rule, bool *tie)
 {
+    if (majority == SN_MAJORITY_SOURCE)
+        return decide_source(t, d, r, tie);
     size_t N = d->N, T = d->T;
     for (size_t a = 0; a < N; a++)
         d->votes_[a] = is_voter(t, a) ? d->ans[a * T + r] : NULL;
