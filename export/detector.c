@@ -177,6 +177,17 @@ static int tokenizer_from(const struct sn_gguf *g, struct sn_tokenizer **out, st
     return sn_tokenizer_create(&v, out, err);
 }
 
+int sn_gguf_open_tokenizer(const char *path, struct sn_tokenizer **out, struct sn_err *err)
+{
+    *out = NULL;
+    struct sn_gguf *g = NULL;
+    int rc = sn_gguf_open(path, &g, err);
+    if (!rc && (rc = tokenizer_from(g, out, err)))
+        sn_err_wrap(err, "%s", path);
+    sn_gguf_close(g);
+    return rc;
+}
+
 int sn_detector_open(const char *path, const struct sn_detector_params *p,
                      struct sn_detector **out, struct sn_err *err)
 {

@@ -172,6 +172,10 @@ int  sn_detector_open(const char *gguf_path, const struct sn_detector_params *p,
                       struct sn_detector **out, struct sn_err *err);
 void sn_detector_free(struct sn_detector *d);
 
+/* The tokenizer stored in a GGUF (tokenizer.ggml.* keys, byte-level BPE; NFC and the hash
+** from our keys) as a new tokenizer the caller frees (sn_tokenizer_free). */
+int  sn_gguf_open_tokenizer(const char *gguf_path, struct sn_tokenizer **out,
+                            struct sn_err *err);
 /* The tokenizer stored in the file (borrowed until sn_detector_free). */
 const struct sn_tokenizer *sn_detector_tokenizer(const struct sn_detector *d);
 int  sn_detector_n_embd(const struct sn_detector *d);
