@@ -13,84 +13,18 @@
 #include "export/export.h"
 #include "tokenizer/template.h"
 #include "tokenizer/tokenizer.h"
+#include "tests/testutil_qwen2.h"
 
 enum { E = 32, L = 2, H = 4, HKV = 2, F = 64, V = SN_TOKENIZER_DEMO_VOCAB };
-
-static float *randn(struct sn_rng *r, size_t n, double std, double mean)
-{
-    float *v = malloc(n * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)(mean + std * sn_rng_normal(r));
-    return v;
-}
 
 /* config.json + model.safetensors (f32) + tokenizer.json of a tiny Qwen2 reward model. */
 static int write_model(const char *dir, float **head)
 {
+    struct sn_test_qwen2 c = {E, L, H, HKV, F, V, 512, 1e6, 0.2, 23, NULL};
     struct sn_err err = {0};
-    struct sn_rng r;
-    sn_rng_seed(&r, 23);
-    char path[1200];
-    if (sn_mkdirs(dir, &err))
-        return -1;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    fprintf(f, "{\"architectures\": [\"Qwen2ForSequenceClassification\"], \"model_type\": "
-               "\"qwen2\", \"hidden_size\": %d, \"intermediate_size\": %d, "
-               "\"num_hidden_layers\": %d, \"num_attention_heads\": %d, "
-               "\"num_key_value_heads\": %d, \"vocab_size\": %d, \"max_position_embeddings\": "
-               "512, \"rms_norm_eps\": 1e-6, \"rope_theta\": 1000000.0, \"num_labels\": 1}\n",
-            E, F, L, H, HKV, V);
-    fclose(f);
-    struct sn_st_writer *w = NULL;
-    float *keep[64];
-    int nk = 0;
-    int rc = sn_st_writer_create(&w, &err);
-#define ADD(name, d0, d1, std, mean)                                                           \
-    do {                                                                                     \
-        int64_t shp[2] = {(d0), (d1)};                                                       \
-        float *v_ = randn(&r, (size_t)(d0) * (size_t)((d1) ? (d1) : 1), std, mean);          \
-        keep[nk++] = v_;                                                                     \
-        if (!rc)                                                                             \
-            rc = sn_st_writer_add(w, name, SN_ST_F32, (d1) ? 2 : 1, shp, v_, &err);          \
-    } while (0)
-    ADD("model.embed_tokens.weight", V, E, 0.5, 0);
-    for (int l = 0; l < L; l++) {
-        char n[128];
-        const int Ekv = HKV * (E / H);
-#define LAYER(suffix, d0, d1, std, mean)                                                       \
-        snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix);                              \
-        ADD(n, d0, d1, std, mean)
-        LAYER("input_layernorm.weight", E, 0, 0.1, 1.0);
-        LAYER("self_attn.q_proj.weight", E, E, 0.2, 0);
-        LAYER("self_attn.q_proj.bias", E, 0, 0.1, 0);
-        LAYER("self_attn.k_proj.weight", Ekv, E, 0.2, 0);
-        LAYER("self_attn.k_proj.bias", Ekv, 0, 0.1, 0);
-        LAYER("self_attn.v_proj.weight", Ekv, E, 0.2, 0);
-        LAYER("self_attn.v_proj.bias", Ekv, 0, 0.1, 0);
-        LAYER("self_attn.o_proj.weight", E, E, 0.2, 0);
-        LAYER("post_attention_layernorm.weight", E, 0, 0.1, 1.0);
-        LAYER("mlp.gate_proj.weight", F, E, 0.2, 0);
-        LAYER("mlp.up_proj.weight", F, E, 0.2, 0);
-        LAYER("mlp.down_proj.weight", E, F, 0.2, 0);
-#undef LAYER
-    }
-    ADD("model.norm.weight", E, 0, 0.1, 1.0);
-    ADD("score.weight", 1, E, 1.0, 0);
-    *head = malloc(E * sizeof **head);
-    memcpy(*head, keep[nk - 1], E * sizeof **head);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (!rc)
-        rc = sn_st_writer_save(w, path, &err);
-    sn_st_writer_free(w);
-    for (int i = 0; i < nk; i++)
-        free(keep[i]);
-    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    if (!rc)
-        rc = sn_tokenizer_write_demo(path, &err);
+    int rc = sn_test_qwen2_write(&c, dir, head, &err);
     CHECK_MSG(rc == SN_OK, "%s", err.msg);
     return rc;
-#undef ADD
 }
 
 static void write_text(const char *path, const char *text)
