@@ -338,7 +338,10 @@ static void rope(const struct sn_detector *d, float *x, int64_t ld, int64_t n, i
 }
 
 /* Runs tokens ids[0..n) at positions p0..p0+n-1 over a cache holding positions [0, p0).
-** When hidden is set, it receives the final-norm state of the last token. */
+** When hidden is set, it receives the final-norm state of the last token. In the last layer
+** only what is needed is computed: keys and values of every token (for later calls), and the
+** query, attention and MLP of the last token alone (none at all when hidden is NULL: a
+** shared prefix is only needed for its cache). */
 static void forward(struct sn_detector *d, const int32_t *ids, int64_t n, int64_t p0,
                     float *hidden)
 {
@@ -349,21 +352,27 @@ static void forward(struct sn_detector *d, const int32_t *ids, int64_t n, int64_
         memcpy(d->x + t * E, d->emb + (int64_t)ids[t] * E, (size_t)E * sizeof(float));
     for (int64_t l = 0; l < d->h.n_layer; l++) {
         const struct layer *ly = &d->layers[l];
+        const bool last_layer = l == d->h.n_layer - 1;
         float *kc = d->kc + l * T * Ekv, *vc = d->vc + l * T * Ekv;
         rmsnorm(d->a, d->x, ly->attn_norm, n, E, d->h.eps);
-        linear(d->q, E, d->a, ly->wq, ly->bq, n, E, E, false);
         linear(kc + p0 * Ekv, Ekv, d->a, ly->wk, ly->bk, n, E, Ekv, false);
         linear(vc + p0 * Ekv, Ekv, d->a, ly->wv, ly->bv, n, E, Ekv, false);
-        rope(d, d->q, E, n, H, p0);
         rope(d, kc + p0 * Ekv, Ekv, n, Hkv, p0);
+        if (last_layer && !hidden)
+            break;
+        /* rows r0..n-1 go on: all of them, or the last one in the last layer */
+        const int64_t r0 = last_layer ? n - 1 : 0, m = n - r0;
+        float *x = d->x + r0 * E;
+        linear(d->q, E, d->a + r0 * E, ly->wq, ly->bq, m, E, E, false);
+        rope(d, d->q, E, m, H, p0 + r0);
         for (int64_t h = 0; h < H; h++) {
             const int64_t kh = h / (H / Hkv);
-            /* s (n, P) = q_h (n, Dh) k_hᵀ (Dh, P) / sqrt(Dh) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)P, (int)Dh, scale,
+            /* s (m, P) = q_h (m, Dh) k_hᵀ (Dh, P) / sqrt(Dh) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)P, (int)Dh, scale,
                         d->q + h * Dh, (int)E, kc + kh * Dh, (int)Ekv, 0.0f, d->s, (int)P);
-            for (int64_t t = 0; t < n; t++) {
+            for (int64_t t = 0; t < m; t++) {
                 float *sr = d->s + t * P;
-                const int64_t last = p0 + t;   /* causal: keys 0..last */
+                const int64_t last = p0 + r0 + t;   /* causal: keys 0..last */
                 float mx = sr[0];
                 for (int64_t j = 1; j <= last; j++)
                     mx = sr[j] > mx ? sr[j] : mx;
@@ -378,19 +387,19 @@ static void forward(struct sn_detector *d, const int32_t *ids, int64_t n, int64_
                 for (int64_t j = last + 1; j < P; j++)
                     sr[j] = 0.0f;
             }
-            /* att_h (n, Dh) = s (n, P) v_h (P, Dh) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)Dh, (int)P, 1.0f,
+            /* att_h (m, Dh) = s (m, P) v_h (P, Dh) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)Dh, (int)P, 1.0f,
                         d->s, (int)P, vc + kh * Dh, (int)Ekv, 0.0f, d->att + h * Dh, (int)E);
         }
-        linear(d->x, E, d->att, ly->wo, NULL, n, E, E, true);
-        rmsnorm(d->a, d->x, ly->ffn_norm, n, E, d->h.eps);
-        linear(d->g, F, d->a, ly->wg, NULL, n, E, F, false);
-        linear(d->u, F, d->a, ly->wu, NULL, n, E, F, false);
-        for (int64_t i = 0; i < n * F; i++) {
+        linear(x, E, d->att, ly->wo, NULL, m, E, E, true);
+        rmsnorm(d->a, x, ly->ffn_norm, m, E, d->h.eps);
+        linear(d->g, F, d->a, ly->wg, NULL, m, E, F, false);
+        linear(d->u, F, d->a, ly->wu, NULL, m, E, F, false);
+        for (int64_t i = 0; i < m * F; i++) {
             float z = d->g[i];
             d->g[i] = z / (1.0f + expf(-z)) * d->u[i];
         }
-        linear(d->x, E, d->g, ly->wd, NULL, n, F, E, true);
+        linear(x, E, d->g, ly->wd, NULL, m, F, E, true);
     }
     if (hidden)
         rmsnorm(hidden, d->x + (n - 1) * E, d->out_norm, 1, E, d->h.eps);

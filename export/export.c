@@ -401,9 +401,26 @@ static int read_tokenizer(const char *dir, int64_t n_vocab, struct tok_arrays *t
                         "GPT-2's; llama.cpp could not reproduce it", path);
         goto done;
     }
-    const cJSON *nzt = cJSON_GetObjectItemCaseSensitive(nz, "type");
-    t->nfc = cJSON_IsString(nzt) && (!strcmp(nzt->valuestring, "NFC") ||
-                                     !strcmp(nzt->valuestring, "Sequence"));
+    /* normalizer: none, NFC, or a Sequence of NFC (what tokenizer/ reproduces) */
+    if (nz && !cJSON_IsNull(nz)) {
+        const cJSON *nzt = cJSON_GetObjectItemCaseSensitive(nz, "type");
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(nz, "normalizers");
+        bool ok = cJSON_IsString(nzt) && !strcmp(nzt->valuestring, "NFC");
+        if (cJSON_IsString(nzt) && !strcmp(nzt->valuestring, "Sequence") &&
+            cJSON_IsArray(list)) {
+            ok = true;
+            cJSON_ArrayForEach(x, list) {
+                const cJSON *xt = cJSON_GetObjectItemCaseSensitive(x, "type");
+                ok &= cJSON_IsString(xt) && !strcmp(xt->valuestring, "NFC");
+            }
+        }
+        if (!ok) {
+            rc = sn_err_set(err, SN_E_UNSUPPORTED, "%s: normalizer other than NFC (or a "
+                            "Sequence of NFC); the detector could not reproduce it", path);
+            goto done;
+        }
+        t->nfc = true;
+    }
     t->n = (size_t)n_vocab;
     t->tokens = sn_calloc(t->n, sizeof *t->tokens);
     t->types = sn_calloc(t->n, sizeof *t->types);

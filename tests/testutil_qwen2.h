@@ -33,7 +33,7 @@ static int sn_test_qwen2_write(const struct sn_test_qwen2 *c, const char *dir, f
 {
     struct sn_rng r;
     sn_rng_seed(&r, c->seed);
-    char path[2048];
+    char path[4200];
     int rc = sn_mkdirs(dir, err);
     if (rc)
         return rc;
