@@ -19,6 +19,9 @@ int sn_cmd_train(int argc, char **argv);
 int sn_cmd_export(int argc, char **argv);
 int sn_cmd_eval(int argc, char **argv);
 int sn_cmd_score(int argc, char **argv);
+/* `score --detector`: the runtime detector, in both executables (cli/cmd_score_detector.c). */
+int sn_cmd_score_detector(int argc, char **argv);
+bool sn_cli_has_option(int argc, char **argv, const char *name);
 int sn_cmd_stats(int argc, char **argv);
 int sn_cmd_tokenize(int argc, char **argv);
 int sn_cmd_inspect(int argc, char **argv);

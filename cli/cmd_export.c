@@ -1,16 +1,135 @@
-/* cli/cmd_export.c: `sentinel export` (docs/design.md §1). This stage is not part of this build yet:
-** it says so and exits with SN_EXIT_UNAVAILABLE (3), distinct from failures. */
+/* cli/cmd_export.c: `sentinel export` (docs/design.md §1): a Hugging Face Qwen2 directory and an
+** optional PEFT adapter checkpoint -> a qwen2 GGUF detector (export/export.h; the file's keys
+** and tensors: docs/formats.md#gguf). Runs in `sentinel` itself: no libtorch. */
 #include "cli/cli.h"
+#include "export/export.h"
 
+#include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: sentinel export --base MODEL_DIR [--adapter CKPT_DIR] -o OUT.gguf\n"
+        "                       [--type f32|f16|bf16] [--head-as-logit] [--max-len N]\n"
+        "                       [--system TEXT] [--tokenizer-hash HEX] [--name NAME]\n"
+        "\n"
+        "Writes a GGUF v3 file that stock llama.cpp loads as 'qwen2' and `sentinel score\n"
+        "--detector` runs: the LoRA of --adapter merged into the weights (W + alpha/r * B A),\n"
+        "llama.cpp's key and tensor names, the tokenizer (tokens, types, merges, pre-tokenizer\n"
+        "qwen2, special ids, chat template), and the reward head as an f32 array under\n"
+        "sentinel.score.weight with qwen2.pooling_type = LAST: llama.cpp's last-token embedding\n"
+        "dotted with that head is the reward. The file also records what scoring needs to match\n"
+        "training: prompt template id, system prompt, max length, history settings, the hash of\n"
+        "the tokenizer the shards were built with, the base's name.\n"
+        "\n"
+        "options:\n"
+        "  --base DIR           Hugging Face Qwen2 directory: config.json, model.safetensors (or\n"
+        "                       shards + index), tokenizer.json (+ tokenizer_config.json)\n"
+        "  --adapter DIR        PEFT adapter checkpoint (adapter_config.json +\n"
+        "                       adapter_model.safetensors), e.g. written by `sentinel train`;\n"
+        "                       its head replaces the base's score.weight\n"
+        "  -o, --output FILE    the GGUF to write (atomically)\n"
+        "  --type T             f32 (default), f16 or bf16 for the matrices (1-D stay f32)\n"
+        "  --head-as-logit      also write output.weight with row 0 = head, other rows 0, so\n"
+        "                       llama.cpp's logit 0 of the last token is the reward\n"
+        "  --max-len N          tokens per scored sequence (default 1024, as `sentinel build`)\n"
+        "  --history-sentences N, --history-chars N\n"
+        "                       the tuple builder's history settings (default 2 and 300)\n"
+        "  --system TEXT        system prompt of the template (default: the built-in one)\n"
+        "  --tokenizer-hash HEX the tokenizer hash the shards record (default: SHA-256 of the\n"
+        "                       base's tokenizer.json, which is what `sentinel build` records)\n"
+        "  --name NAME          general.name (default: the base directory's name)\n"
+        "  -h, --help           this help\n"
+        "\n"
+        "Not yet: --adapter-only (a llama.cpp LoRA GGUF), --peft DIR, --hf DIR, Q8_0.\n"
+        "Exit status: 0 ok, 1 failure, 2 usage error.\n");
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < 1 || v > (1L << 24))
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
 
 int sn_cmd_export(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: sentinel export ...\n\nThis stage is not part of this build yet "
-               "(see README.md, 'Status').\n");
-        return SN_EXIT_OK;
+    static const struct option opts[] = {
+        {"base", required_argument, NULL, 'b'},        {"adapter", required_argument, NULL, 'a'},
+        {"output", required_argument, NULL, 'o'},      {"type", required_argument, NULL, 't'},
+        {"head-as-logit", no_argument, NULL, 'L'},     {"max-len", required_argument, NULL, 'm'},
+        {"system", required_argument, NULL, 's'},      {"name", required_argument, NULL, 'n'},
+        {"tokenizer-hash", required_argument, NULL, 'H'},
+        {"history-sentences", required_argument, NULL, 'S'},
+        {"history-chars", required_argument, NULL, 'C'},
+        {"adapter-only", no_argument, NULL, 'A'},      {"peft", required_argument, NULL, 'P'},
+        {"hf", required_argument, NULL, 'F'},          {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sn_export_params p = sn_export_default_params();
+    const char *out = NULL;
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int c = getopt_long(argc, argv, "ho:", opts, NULL);
+        if (c == -1)
+            break;
+        switch (c) {
+        case 'b': p.base_dir = optarg; break;
+        case 'a': p.adapter_dir = optarg; break;
+        case 'o': out = optarg; break;
+        case 'L': p.head_as_logit = true; break;
+        case 's': p.system = optarg; break;
+        case 'n': p.name = optarg; break;
+        case 'H': p.tokenizer_hash = optarg; break;
+        case 't':
+            if (!strcmp(optarg, "f32"))
+                p.type = SN_GGML_F32;
+            else if (!strcmp(optarg, "f16"))
+                p.type = SN_GGML_F16;
+            else if (!strcmp(optarg, "bf16"))
+                p.type = SN_GGML_BF16;
+            else
+                return sn_cli_usage_error("export", "--type must be f32, f16 or bf16 (got '%s')",
+                                          optarg);
+            break;
+        case 'm':
+            if (parse_u32(optarg, &p.max_len))
+                return sn_cli_usage_error("export", "--max-len must be a positive integer");
+            break;
+        case 'S':
+            if (parse_u32(optarg, &p.history_sentences))
+                return sn_cli_usage_error("export", "--history-sentences must be a positive "
+                                          "integer");
+            break;
+        case 'C':
+            if (parse_u32(optarg, &p.history_chars))
+                return sn_cli_usage_error("export", "--history-chars must be a positive "
+                                          "integer");
+            break;
+        case 'A': case 'P': case 'F':
+            return sn_cli_unavailable("export", "--adapter-only, --peft and --hf are not part "
+                                                "of this build yet");
+        case 'h': usage(stdout); return SN_EXIT_OK;
+        default:
+            return sn_cli_usage_error("export", "unknown or incomplete option '%s'",
+                                      argv[optind - 1]);
+        }
     }
-    return sn_cli_unavailable("export", "this stage is not part of this build yet "
-                                    "(see README.md, 'Status')");
+    if (optind < argc)
+        return sn_cli_usage_error("export", "unexpected argument '%s'", argv[optind]);
+    if (!p.base_dir)
+        return sn_cli_usage_error("export", "--base MODEL_DIR is required");
+    if (!out)
+        return sn_cli_usage_error("export", "-o OUT.gguf is required");
+    struct sn_err err = {0};
+    if (sn_export_gguf(&p, out, &err))
+        return sn_cli_fail("export", &err);
+    fprintf(stderr, "sentinel export: wrote %s\n", out);
+    return SN_EXIT_OK;
 }

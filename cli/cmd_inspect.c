@@ -1,11 +1,13 @@
 /* cli/cmd_inspect.c: `sentinel inspect` (docs/design.md §1; usage in README.md (CLI reference)).
 ** What is inside a tuple shard (*.h5), a shard directory / manifest.json, or a trajectory file
-** (*.jsonl, *.jsonl.gz). Checkpoints, GGUF and safetensors files are recognised and refused
+** (*.jsonl, *.jsonl.gz), or a GGUF file (export/export.h). Checkpoints and safetensors files
+** are recognised and refused
 ** with exit status 3 (not supported by this build yet). --json prints a machine-readable dump
 ** (the h5py test compares it with what Python reads from the same shard). */
 #include "cli/cli.h"
 #include "data/shard.h"
 #include "data/trajectory.h"
+#include "export/export.h"
 #include "tokenizer/tokenizer.h"
 
 #include <getopt.h>
@@ -25,7 +27,10 @@ static void usage(FILE *f)
 "  shard directory or manifest.json: build settings, counts per split, shards, skip counts\n"
 "  trajectory file (*.jsonl, *.jsonl.gz): debates, scenarios, datasets, tasks, and a summary\n"
 "      of the first debate (agents, answers per round, final decision)\n"
-"Checkpoints, GGUF and safetensors files are recognised but not supported yet (exit 3).\n"
+"  GGUF file: header, provenance (base, adapter, LoRA scale, template, max length, tokenizer\n"
+"      hash), every key (arrays: type, count, first items) and every tensor (type, shape,\n"
+"      offset); the file is read with the strict reader, so a damaged file says where\n"
+"Checkpoints and safetensors files are recognised but not supported yet (exit 3).\n"
 "\n"
 "options:\n"
 "  --json             machine-readable output (JSON) instead of text\n"
@@ -440,6 +445,99 @@ static int inspect_trajectories(const char *path, const struct opts *o)
     return status;
 }
 
+/* ---- GGUF --------------------------------------------------------------------------------- */
+
+static int inspect_gguf(const char *path, const struct opts *o)
+{
+    struct sn_gguf *g = NULL;
+    struct sn_err err = {0};
+    struct sn_buf b = {0};
+    if (sn_gguf_open(path, &g, &err))
+        return sn_cli_fail("inspect", &err);
+    uint64_t n_params = 0, n_bytes = 0;
+    for (size_t i = 0; i < sn_gguf_n_tensors(g); i++) {
+        n_params += sn_gguf_tensor(g, i)->n_elements;
+        n_bytes += sn_gguf_tensor(g, i)->nbytes;
+    }
+    int rc = SN_OK;
+    if (o->json) {
+        cJSON *j = cJSON_CreateObject(), *keys = cJSON_CreateObject(), *ts = cJSON_CreateArray();
+        cJSON_AddStringToObject(j, "file", path);
+        cJSON_AddStringToObject(j, "kind", "gguf");
+        cJSON_AddNumberToObject(j, "version", sn_gguf_version(g));
+        cJSON_AddNumberToObject(j, "alignment", sn_gguf_alignment(g));
+        cJSON_AddNumberToObject(j, "n_params", (double)n_params);
+        for (size_t i = 0; !rc && i < sn_gguf_n_kv(g); i++) {
+            sn_buf_reset(&b);
+            rc = sn_gguf_kv_describe(g, i, &b, &err);
+            const char *eq = rc ? NULL : strstr(b.data, " = ");
+            if (eq)
+                cJSON_AddStringToObject(keys, sn_gguf_key(g, i), eq + 3);
+        }
+        for (size_t i = 0; i < sn_gguf_n_tensors(g); i++) {
+            const struct sn_gguf_tensor *t = sn_gguf_tensor(g, i);
+            cJSON *x = cJSON_CreateObject(), *ne = cJSON_CreateArray();
+            cJSON_AddStringToObject(x, "name", t->name);
+            cJSON_AddStringToObject(x, "type", sn_ggml_type_name(t->type));
+            for (int d = 0; d < t->n_dims; d++)
+                cJSON_AddItemToArray(ne, cJSON_CreateNumber((double)t->ne[d]));
+            cJSON_AddItemToObject(x, "ne", ne);
+            cJSON_AddNumberToObject(x, "offset", (double)t->offset);
+            cJSON_AddItemToArray(ts, x);
+        }
+        cJSON_AddItemToObject(j, "keys", keys);
+        cJSON_AddItemToObject(j, "tensors", ts);
+        char *txt = cJSON_Print(j);
+        if (txt)
+            printf("%s\n", txt);
+        free(txt);
+        cJSON_Delete(j);
+    } else {
+        const char *arch = NULL, *name = NULL, *base = NULL, *adapter = NULL, *tmpl = NULL;
+        const char *hash = NULL;
+        uint64_t max_len = 0;
+        double scale = 0;
+        sn_gguf_get_str(g, "general.architecture", false, "?", &arch, &err);
+        sn_gguf_get_str(g, "general.name", false, "?", &name, &err);
+        sn_gguf_get_str(g, SN_GGUF_KEY_BASE, false, "-", &base, &err);
+        sn_gguf_get_str(g, SN_GGUF_KEY_ADAPTER, false, "-", &adapter, &err);
+        sn_gguf_get_str(g, SN_GGUF_KEY_TEMPLATE, false, "-", &tmpl, &err);
+        sn_gguf_get_str(g, SN_GGUF_KEY_TOK_HASH, false, "-", &hash, &err);
+        sn_gguf_get_u64(g, SN_GGUF_KEY_MAX_LEN, false, 0, &max_len, &err);
+        sn_gguf_get_f64(g, SN_GGUF_KEY_LORA, false, 0, &scale, &err);
+        sn_err_clear(&err);
+        printf("%s: GGUF v%u, alignment %u, %zu keys, %zu tensors, %" PRIu64 " parameters "
+               "(%.1f MB of data)\n", path, sn_gguf_version(g), sn_gguf_alignment(g),
+               sn_gguf_n_kv(g), sn_gguf_n_tensors(g), n_params, (double)n_bytes / 1e6);
+        printf("model:      %s '%s'\n", arch, name);
+        printf("provenance: base %s, adapter %s, LoRA scale %g\n", base, adapter, scale);
+        printf("scoring:    template %s, max_len %" PRIu64 ", head %s, tokenizer sha256 %s\n",
+               tmpl, max_len, sn_gguf_find(g, SN_GGUF_KEY_HEAD) >= 0 ? "sentinel.score.weight"
+                                                                    : "none", hash);
+        printf("\nkeys:\n");
+        for (size_t i = 0; !rc && i < sn_gguf_n_kv(g); i++) {
+            sn_buf_reset(&b);
+            if (!(rc = sn_gguf_kv_describe(g, i, &b, &err)))
+                printf("  %s\n", b.data);
+        }
+        printf("\ntensors:\n");
+        for (size_t i = 0; i < sn_gguf_n_tensors(g); i++) {
+            const struct sn_gguf_tensor *t = sn_gguf_tensor(g, i);
+            char shape[96];
+            int k = snprintf(shape, sizeof shape, "{%" PRIu64, t->ne[0]);
+            for (int d = 1; d < t->n_dims && k > 0 && (size_t)k < sizeof shape; d++)
+                k += snprintf(shape + k, sizeof shape - (size_t)k, ", %" PRIu64, t->ne[d]);
+            if (k > 0 && (size_t)k < sizeof shape)
+                snprintf(shape + k, sizeof shape - (size_t)k, "}");
+            printf("  %-28s %-4s %-16s offset %" PRIu64 "\n", t->name,
+                   sn_ggml_type_name(t->type), shape, t->offset);
+        }
+    }
+    sn_buf_free(&b);
+    sn_gguf_close(g);
+    return rc ? sn_cli_fail("inspect", &err) : SN_EXIT_OK;
+}
+
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
 enum kind { K_SHARD, K_MANIFEST, K_TRAJ, K_GGUF, K_SAFETENSORS, K_CHECKPOINT, K_UNKNOWN };
@@ -528,8 +626,7 @@ int sn_cmd_inspect(int argc, char **argv)
     case K_SHARD: return inspect_shard(path, &o);
     case K_MANIFEST: return inspect_manifest(path, &o);
     case K_TRAJ: return inspect_trajectories(path, &o);
-    case K_GGUF:
-        return sn_cli_unavailable("inspect", "GGUF files are not supported by inspect yet");
+    case K_GGUF: return inspect_gguf(path, &o);
     case K_SAFETENSORS:
         return sn_cli_unavailable("inspect", "safetensors files are not supported by inspect "
                                              "yet");

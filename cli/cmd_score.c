@@ -46,7 +46,8 @@ static void usage(FILE *f)
         "Errors name the input line: a token that is not an integer, an id outside the\n"
         "vocabulary, an empty line, a sequence longer than max_position_embeddings.\n"
         "Exit status: 0 ok, 1 failure, 2 usage error, 3 built without libtorch.\n"
-        "A later issue adds --detector FILE.gguf (the runtime detector) for comparison.\n");
+        "With --detector D.gguf it scores with the runtime detector instead (no libtorch):\n"
+        "see 'sentinel score --detector x --help'.\n");
 }
 
 #ifdef SENTINEL_WITH_TORCH
@@ -222,6 +223,8 @@ static int run(const char *model_dir, const char *adapter_dir, bool ids_mode, in
 
 int sn_cmd_score(int argc, char **argv)
 {
+    if (sn_cli_has_option(argc, argv, "--detector"))
+        return sn_cmd_score_detector(argc, argv);  /* the same code as in `sentinel` */
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'},   {"adapter", required_argument, NULL, 'a'},
         {"ids", no_argument, NULL, 'i'},           {"batch", required_argument, NULL, 'b'},

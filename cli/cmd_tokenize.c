@@ -4,6 +4,7 @@
 ** --threads N: each batch of lines is cut into N contiguous runs encoded in parallel; output
 ** order is input order. An error names the input line (stdin:LINE). */
 #include "cli/cli.h"
+#include "export/export.h"
 #include "tokenizer/tokenizer.h"
 
 #include <getopt.h>
@@ -14,6 +15,18 @@
 #define BATCH_BYTES (4u << 20)
 #define BATCH_LINES 65536
 #define MAX_THREADS 256
+
+/* A GGUF file starts with the magic "GGUF" (docs/formats.md#gguf). */
+static bool is_gguf(const char *path)
+{
+    char m[4] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    bool yes = fread(m, 1, 4, f) == 4 && !memcmp(m, "GGUF", 4);
+    fclose(f);
+    return yes;
+}
 
 static void usage(FILE *f)
 {
@@ -29,7 +42,8 @@ static void usage(FILE *f)
         "\n"
         "options:\n"
         "  --tokenizer FILE   Hugging Face tokenizer.json of a byte-level BPE (Qwen2/Qwen2.5/\n"
-        "                     Qwen3, GPT-2 style). GGUF tokenizers are not read yet.\n"
+        "                     Qwen3, GPT-2 style), or a GGUF file (its tokenizer.ggml.* keys,\n"
+        "                     e.g. a detector written by `sentinel export`)\n"
         "  --decode           the reverse: lines of space-separated ids -> text lines\n"
         "  --json             texts are JSON strings, one per line (\"a\\nb\"), on input when\n"
         "                     encoding and on output when decoding, so newlines survive\n"
@@ -388,7 +402,8 @@ int sn_cmd_tokenize(int argc, char **argv)
     if (!path)
         return sn_cli_usage_error("tokenize", "--tokenizer FILE is required");
     struct sn_tokenizer *tok = NULL;
-    if (sn_tokenizer_open(path, &tok, &err))
+    if ((is_gguf(path) ? sn_gguf_open_tokenizer(path, &tok, &err)
+                       : sn_tokenizer_open(path, &tok, &err)))
         return sn_cli_fail("tokenize", &err);
 
     struct sn_buf text = {0};

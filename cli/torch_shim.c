@@ -47,5 +47,11 @@ static int hand_over(const char *cmd, int argc, char **argv)
                                    "(configured with -DSENTINEL_WITH_TORCH=OFF)");
 }
 
-int sn_cmd_score(int argc, char **argv) { return hand_over("score", argc, argv); }
+/* `score --detector` runs here, without libtorch; `score --model` is handed over. */
+int sn_cmd_score(int argc, char **argv)
+{
+    if (sn_cli_has_option(argc, argv, "--detector"))
+        return sn_cmd_score_detector(argc, argv);
+    return hand_over("score", argc, argv);
+}
 int sn_cmd_train(int argc, char **argv) { return hand_over("train", argc, argv); }

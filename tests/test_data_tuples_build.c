@@ -375,12 +375,13 @@ int main(void)
                      "'%s/r2/manifest.json'", dir, dir, dir) == 0);
     CHECK(sn_test_sh("'%s' build -i x 2>/dev/null", bin) == 2);
 
-    /* inspect: shard, manifest, trajectories; GGUF refused with 3 */
+    /* inspect: shard, manifest, trajectories; a truncated GGUF fails (1) naming the problem */
     CHECK(sn_test_sh("'%s' inspect '%s/train-00000.h5' -n 1 | grep -q 'sentinel.tuples/1'", bin,
                      full) == 0);
     CHECK(sn_test_sh("'%s' inspect '%s' | grep -q 'debates      24'", bin, traj) == 0);
-    CHECK(sn_test_sh("printf 'GGUF\\3\\0\\0\\0' > '%s/m.gguf' && '%s' inspect '%s/m.gguf' "
-                     "2>/dev/null", dir, bin, dir) == 3);
+    CHECK(sn_test_sh("printf 'GGUF\\3\\0\\0\\0' > '%s/m.gguf'; '%s' inspect '%s/m.gguf' "
+                     "> '%s/m.txt' 2>&1; [ $? -eq 1 ] && grep -q truncated '%s/m.txt'", dir, bin,
+                     dir, dir, dir) == 0);
     CHECK(sn_test_sh("printf x >> '%s/train-00000.h5' && '%s' inspect '%s' --verify "
                      ">/dev/null 2>&1", full, bin, full) == 1);
 

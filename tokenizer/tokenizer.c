@@ -1451,3 +1451,265 @@ fail:
     sn_tokenizer_free(tok);
     return rc;
 }
+
+/* ---- from in-memory arrays (tokenizer.h, sn_tokenizer_create) ----------------------------- */
+
+#define MAX_ADDED (1 << 16)     /* added (control / user-defined) tokens; Qwen has 26 */
+
+static int cmp_added_text(const void *a_, const void *b_)
+{
+    const struct added_token *a = *(const struct added_token *const *)a_;
+    const struct added_token *b = *(const struct added_token *const *)b_;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    return memcmp(a->text, b->text, a->len);
+}
+
+/* Identity of a tokenizer given as arrays when the caller has none: SHA-256 over the types,
+** tokens and merges, each string preceded by its length. */
+static void arrays_hash(const struct sn_tokenizer_vocab *v, char hex[65])
+{
+    struct sn_sha256 s;
+    uint8_t d[32];
+    sn_sha256_init(&s);
+    for (size_t i = 0; i < v->n_tokens; i++) {
+        uint64_t n = strlen(v->tokens[i]);
+        int32_t t = v->types ? v->types[i] : SN_TOKEN_NORMAL;
+        sn_sha256_update(&s, &t, sizeof t);
+        sn_sha256_update(&s, &n, sizeof n);
+        sn_sha256_update(&s, v->tokens[i], n);
+    }
+    for (size_t i = 0; i < v->n_merges; i++) {
+        uint64_t n = strlen(v->merges[i]);
+        sn_sha256_update(&s, &n, sizeof n);
+        sn_sha256_update(&s, v->merges[i], n);
+    }
+    sn_sha256_final(&s, d);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+static int arrays_load(struct sn_tokenizer *tok, const struct sn_tokenizer_vocab *v,
+                       struct sn_err *err)
+{
+    const char *src = "tokenizer arrays";
+    size_t arena = 0, n_vocab = 0, n_added = 0, longest = 0;
+    for (size_t i = 0; i < v->n_tokens; i++) {
+        const char *s = v->tokens[i];
+        if (!s)
+            return sn_err_set(err, SN_E_ARG, "%s: token %zu is NULL", src, i);
+        size_t n = strlen(s);
+        if (v->token_lens && v->token_lens[i] != n)
+            return sn_err_set(err, SN_E_FORMAT, "%s: token %zu contains a NUL byte", src, i);
+        int32_t t = v->types ? v->types[i] : SN_TOKEN_NORMAL;
+        switch (t) {
+        case SN_TOKEN_NORMAL:
+            n_vocab++;
+            break;
+        case SN_TOKEN_CONTROL:
+        case SN_TOKEN_USER_DEFINED:
+            n_added++;
+            break;
+        case SN_TOKEN_UNUSED:
+            continue;
+        default:
+            return sn_err_set(err, SN_E_UNSUPPORTED, "%s: token %zu (\"%.40s\") has type %d; "
+                              "only normal (1), control (3), user-defined (4) and unused (5) "
+                              "tokens of a byte-level BPE are supported", src, i, s, (int)t);
+        }
+        if (n == 0)
+            return sn_err_set(err, SN_E_FORMAT, "%s: token %zu is empty", src, i);
+        arena += n;
+        longest = n > longest ? n : longest;
+    }
+    if (n_added > MAX_ADDED)
+        return sn_err_set(err, SN_E_FORMAT, "%s: %zu control/user-defined tokens (at most %d)",
+                          src, n_added, MAX_ADDED);
+    tok->n_ids = v->n_tokens;
+    tok->arena = sn_malloc(arena + 1);
+    tok->tok_off = sn_calloc(tok->n_ids, sizeof *tok->tok_off);
+    tok->tok_len = sn_malloc(tok->n_ids * sizeof *tok->tok_len);
+    tok->tok_added = sn_calloc(tok->n_ids, 1);
+    tok->vmap_mask = pow2_at_least(2 * n_vocab) - 1;
+    tok->vmap = sn_malloc((tok->vmap_mask + 1) * sizeof *tok->vmap);
+    tok->mmask = pow2_at_least(v->n_merges + v->n_merges / 2 + 2) - 1; /* load <= 2/3 */
+    tok->merges = sn_calloc(tok->mmask + 1, sizeof *tok->merges);
+    tok->byte_merges = sn_malloc(256 * 256 * sizeof *tok->byte_merges);
+    tok->added = sn_calloc(n_added ? n_added : 1, sizeof *tok->added);
+    uint8_t *tmp = sn_malloc(3 * longest + 3);
+    if (!tok->arena || !tok->tok_off || !tok->tok_len || !tok->tok_added || !tok->vmap ||
+        !tok->merges || !tok->byte_merges || !tok->added || !tmp) {
+        sn_free(tmp);
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory for a vocabulary of %zu ids",
+                          src, tok->n_ids);
+    }
+    memset(tok->tok_len, 0xFF, tok->n_ids * sizeof *tok->tok_len);
+    memset(tok->vmap, 0xFF, (tok->vmap_mask + 1) * sizeof *tok->vmap);
+    int rc = SN_OK;
+    size_t off = 0;
+    for (size_t i = 0; i < v->n_tokens && !rc; i++) {
+        if ((v->types ? v->types[i] : SN_TOKEN_NORMAL) != SN_TOKEN_NORMAL)
+            continue;
+        uint32_t bad;
+        long nb = bytelevel_decode(v->tokens[i], (uint8_t *)tok->arena + off, &bad);
+        if (nb < 0)
+            rc = sn_err_set(err, SN_E_UNSUPPORTED, "%s: token %zu (\"%.40s\") has U+%04X, which "
+                            "is not in the ByteLevel alphabet; only byte-level BPE is supported",
+                            src, i, v->tokens[i], (unsigned)bad);
+        else if (vocab_find(tok, tok->arena + off, (size_t)nb) >= 0)
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: token %zu (\"%.40s\") appears twice", src, i,
+                            v->tokens[i]);
+        if (rc)
+            break;
+        tok->tok_off[i] = (uint32_t)off;
+        tok->tok_len[i] = (uint32_t)nb;
+        size_t h = (size_t)bytes_hash(tok->arena + off, (size_t)nb) & tok->vmap_mask;
+        while (tok->vmap[h] >= 0)
+            h = (h + 1) & tok->vmap_mask;
+        tok->vmap[h] = (int32_t)i;
+        off += (size_t)nb;
+    }
+    for (int b = 0; b < 256 && !rc; b++) {
+        char c = (char)b;
+        tok->byte_id[b] = vocab_find(tok, &c, 1);
+        if (tok->byte_id[b] < 0)
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: no token for byte 0x%02x (ByteLevel U+%04X); "
+                            "a byte-level BPE needs all 256", src, b,
+                            (unsigned)sn_bytelevel_cp((uint8_t)b));
+    }
+    for (size_t k = 0; k < v->n_merges && !rc; k++) {
+        const char *m = v->merges[k];
+        const char *sp = m ? strchr(m, ' ') : NULL;
+        if (!sp || sp == m || !sp[1] || strchr(sp + 1, ' ')) {
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: merge %zu (\"%.60s\"): expected two tokens "
+                            "separated by one space", src, k, m ? m : "(null)");
+            break;
+        }
+        size_t la = (size_t)(sp - m), lb = strlen(sp + 1);
+        if (la > longest || lb > longest) {
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: merge %zu (\"%.60s\"): a part is longer "
+                            "than every token", src, k, m);
+            break;
+        }
+        /* both halves decode into tmp[0..na+nb) (ByteLevel bytes <= UTF-8 bytes) */
+        char *pa = (char *)tmp + 2 * longest + 2; /* the text half, apart from both */
+        memcpy(pa, m, la);
+        pa[la] = 0;
+        uint32_t bad;
+        long na = bytelevel_decode(pa, tmp, &bad);
+        int32_t ia = na > 0 ? vocab_find(tok, (char *)tmp, (size_t)na) : -1;
+        memcpy(pa, sp + 1, lb + 1);
+        long nb = na > 0 ? bytelevel_decode(pa, tmp + na, &bad) : -1;
+        int32_t ib = nb > 0 ? vocab_find(tok, (char *)tmp + na, (size_t)nb) : -1;
+        int32_t in = ia >= 0 && ib >= 0 ? vocab_find(tok, (char *)tmp, (size_t)(na + nb)) : -1;
+        if (in < 0) {
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: merge %zu (\"%.60s\"): %s is not a token",
+                            src, k, m, ia < 0 ? "the first part" : ib < 0 ? "the second part"
+                                                                        : "the merged token");
+            break;
+        }
+        merge_put(tok, ia, ib, (uint32_t)k, in);
+    }
+    sn_free(tmp);
+    if (rc)
+        return rc;
+    tok->n_merges = v->n_merges;
+    for (int a = 0; a < 256; a++)
+        for (int b = 0; b < 256; b++) {
+            struct merge_val *mv = &tok->byte_merges[a * 256 + b];
+            mv->nid = -1;
+            mv->rank = merge_find(tok, tok->byte_id[a], tok->byte_id[b], &mv->nid);
+        }
+    size_t j = 0;
+    for (size_t i = 0; i < v->n_tokens; i++) {
+        int32_t t = v->types ? v->types[i] : SN_TOKEN_NORMAL;
+        if (t != SN_TOKEN_CONTROL && t != SN_TOKEN_USER_DEFINED)
+            continue;
+        const char *c = v->tokens[i];
+        size_t n = strlen(c);
+        if (utf8_check((const uint8_t *)c, n) != n)
+            return sn_err_set(err, SN_E_FORMAT, "%s: added token %zu is not UTF-8", src, i);
+        tok->added[j].text = sn_strdup(c);
+        if (!tok->added[j].text)
+            return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", src);
+        tok->added[j].len = n;
+        tok->added[j].id = (int32_t)i;
+        tok->added[j].special = t == SN_TOKEN_CONTROL;
+        tok->n_added = ++j;
+        memcpy(tok->arena + off, c, n);
+        tok->tok_off[i] = (uint32_t)off;
+        tok->tok_len[i] = (uint32_t)n;
+        tok->tok_added[i] = 1;
+        off += n;
+    }
+    /* two added tokens with the same text: which one matches would be arbitrary */
+    struct added_token **byt = sn_malloc((tok->n_added + 1) * sizeof *byt);
+    if (!byt)
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", src);
+    for (j = 0; j < tok->n_added; j++)
+        byt[j] = &tok->added[j];
+    qsort(byt, tok->n_added, sizeof *byt, cmp_added_text);
+    for (j = 1; j < tok->n_added && !rc; j++)
+        if (!cmp_added_text(&byt[j - 1], &byt[j]))
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: added tokens %d and %d have the same text "
+                            "\"%.40s\"", src, (int)byt[j - 1]->id, (int)byt[j]->id, byt[j]->text);
+    sn_free(byt);
+    if (rc)
+        return rc;
+    qsort(tok->added, tok->n_added, sizeof *tok->added, cmp_added);
+    for (j = 0; j < tok->n_added; j++) {
+        uint8_t f = (uint8_t)tok->added[j].text[0];
+        if (!tok->added_first[f]) {
+            tok->added_first[f] = 1;
+            tok->n_first++;
+            tok->only_first = f;
+        }
+    }
+    return SN_OK;
+}
+
+int sn_tokenizer_create(const struct sn_tokenizer_vocab *v, struct sn_tokenizer **out,
+                        struct sn_err *err)
+{
+    *out = NULL;
+    if (!v || !v->tokens || v->n_tokens == 0)
+        return sn_err_set(err, SN_E_ARG, "tokenizer arrays: no tokens");
+    if (v->n_tokens > MAX_IDS)
+        return sn_err_set(err, SN_E_FORMAT, "tokenizer arrays: %zu tokens (at most %d)",
+                          v->n_tokens, MAX_IDS);
+    if (v->n_merges && !v->merges)
+        return sn_err_set(err, SN_E_ARG, "tokenizer arrays: merges missing");
+    const char *pre = v->pre ? v->pre : "qwen2";
+    const char *pattern = NULL;
+    if (!strcmp(pre, "qwen2"))
+        pattern = SN_QWEN2_SPLIT_REGEX;
+    else if (!strcmp(pre, "gpt2") || !strcmp(pre, "default"))
+        pattern = GPT2_REGEX;
+    else
+        return sn_err_set(err, SN_E_UNSUPPORTED, "tokenizer arrays: pre-tokenizer '%s' is not "
+                          "supported (qwen2, gpt2, default)", pre);
+    struct sn_tokenizer *tok = sn_calloc(1, sizeof *tok);
+    if (!tok)
+        return sn_err_set(err, SN_E_NOMEM, "tokenizer arrays: out of memory");
+    int rc = arrays_load(tok, v, err);
+    if (!rc)
+        rc = compile_regex(tok, pattern, "tokenizer arrays", err);
+    if (rc) {
+        sn_tokenizer_free(tok);
+        return rc;
+    }
+    tok->nfc = v->nfc;
+    tok->qwen2_ascii = !strcmp(pattern, SN_QWEN2_SPLIT_REGEX);
+    if (v->hash)
+        snprintf(tok->hash, sizeof tok->hash, "%s", v->hash);
+    else
+        arrays_hash(v, tok->hash);
+    if (pthread_mutex_init(&tok->mu, NULL) == 0) {
+        if (pthread_key_create(&tok->key, tstate_release) == 0)
+            tok->key_ok = true;
+        else
+            pthread_mutex_destroy(&tok->mu);
+    }
+    *out = tok;
+    return SN_OK;
+}

@@ -41,6 +41,39 @@ int32_t sn_tokenizer_token_id(const struct sn_tokenizer *tok, const char *token)
 bool sn_tokenizer_is_special(const struct sn_tokenizer *tok, int32_t id);
 /* SHA-256 (hex) of the tokenizer.json bytes: the identity recorded in shards. Borrowed. */
 const char *sn_tokenizer_hash(const struct sn_tokenizer *tok);
+/* ---- a tokenizer from in-memory arrays (GGUF metadata, docs/formats.md#gguf) ------------- */
+
+/* Token types as llama.cpp's tokenizer.ggml.token_type stores them (append-only values). */
+enum sn_token_type {
+    SN_TOKEN_NORMAL       = 1,  /* a BPE token, written in the ByteLevel alphabet ("Ġthe") */
+    SN_TOKEN_UNKNOWN      = 2,  /* refused: byte-level BPE has no unknown token */
+    SN_TOKEN_CONTROL      = 3,  /* a special added token, raw text ("<|im_end|>") */
+    SN_TOKEN_USER_DEFINED = 4,  /* a non-special added token, raw text */
+    SN_TOKEN_UNUSED       = 5,  /* a hole in the id range ("[PAD123]"): no token has this id */
+    SN_TOKEN_BYTE         = 6   /* refused: SentencePiece byte fallback */
+};
+
+/* What sn_tokenizer_create needs; every pointer is borrowed for the call only. */
+struct sn_tokenizer_vocab {
+    const char *const *tokens;     /* n_tokens strings; token i has id i */
+    const size_t      *token_lens; /* their byte lengths; NULL = strlen */
+    const int32_t     *types;      /* n_tokens enum sn_token_type values; NULL = all NORMAL */
+    size_t             n_tokens;
+    const char *const *merges;     /* "a b" in the ByteLevel alphabet, rank = position */
+    size_t             n_merges;
+    const char        *pre;        /* pre-tokenizer: "qwen2" (Qwen2's split regex) or
+                                   ** "gpt2"/"default" (GPT-2's); NULL = "qwen2" */
+    bool               nfc;        /* NFC-normalize text before BPE (Qwen's tokenizer.json) */
+    const char        *hash;       /* identity reported by sn_tokenizer_hash (the SHA-256 of
+                                   ** the tokenizer.json it came from); NULL = SHA-256 of the
+                                   ** arrays themselves */
+};
+/* Builds a tokenizer from arrays (the GGUF route; tokenizer/ knows nothing of GGUF). Every
+** string, type, merge and id is checked: an error names the token or merge index. The result
+** encodes exactly as the tokenizer.json it was converted from (tests/test_tokenizer_vocab.c). */
+int  sn_tokenizer_create(const struct sn_tokenizer_vocab *v, struct sn_tokenizer **out,
+                         struct sn_err *err);
+
 /* Writes the byte-level tokenizer of the tiny demo model in tokenizer.json format, atomically:
 ** SN_TOKENIZER_DEMO_VOCAB = 512 ids = 256 byte tokens (ids 0-255, byte b has id b) + 253
 ** merges learned deterministically from a built-in English text (ids 256-508) + the ChatML

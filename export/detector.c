@@ -1,0 +1,514 @@
+/* export/detector.c: the runtime detector (export.h): R(response ⊕ context) from a qwen2 GGUF,
+** pure C + OpenBLAS (docs/design.md §3, §4 "Reward model").
+**
+** Forward (Hugging Face Qwen2Model, the same math as train/model.c), f32 throughout:
+**   x = token_embd[ids]
+**   per layer: a = RMSNorm(x) ⊙ attn_norm;  q = a Wqᵀ + bq,  k = a Wkᵀ + bk,  v = a Wvᵀ + bv;
+**              RoPE (rotate-half, NEOX in llama.cpp's words) on q and k at absolute positions;
+**              causal GQA attention (KV head = head / (H / Hkv)), softmax(q kᵀ / sqrt(Dh)) v;
+**              x += o Woᵀ;  m = RMSNorm(x) ⊙ ffn_norm;  x += (silu(m Wgᵀ) ⊙ m Wuᵀ) Wdᵀ
+**   reward = head · (RMSNorm(x[last]) ⊙ output_norm)
+** RMSNorm(x) = x / sqrt(mean(x²) + eps). The RoPE tables are computed in float as HF and
+** train/ do (inv_freq = 1 / theta^(2j/Dh), angle = pos · inv_freq), so positions far from 0
+** round the same way.
+**
+** Keys and values of every position go into a per-layer cache, so a call can run only the
+** tokens after a prefix already computed: score_shared runs the prefix the renderings of one
+** context share once, then each response's own tokens. All scratch is sized once at open from
+** the hyper-parameters and max_tokens (table in scratch_layout); the forward never allocates. */
+#include "export/export_internal.h"
+
+#include "tokenizer/template.h"
+#include "tokenizer/tokenizer.h"
+
+#include <cblas.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+struct layer {
+    float *attn_norm, *wq, *bq, *wk, *bk, *wv, *bv, *wo; /* wq (E, E), wk/wv (Ekv, E), wo (E, E) */
+    float *ffn_norm, *wg, *wu, *wd;                       /* wg/wu (F, E), wd (E, F) */
+};
+
+struct sn_detector {
+    struct sn_qwen2_hparams h;
+    int64_t  T;                 /* max tokens per sequence */
+    struct sn_tokenizer *tok;
+    char    *system;
+    size_t   max_len;           /* the template's truncation length (<= T) */
+    float   *emb;               /* (V, E) */
+    struct layer *layers;
+    float   *out_norm, *head;   /* (E), (E) */
+    float  **owned;             /* every weight buffer, freed at close */
+    size_t   n_owned;
+    float   *scratch;
+    float   *x, *a, *q, *att, *g, *u, *s, *kc, *vc, *rc, *rs, *hid;
+    struct sn_ids ids;
+};
+
+struct sn_detector_params sn_detector_default_params(void)
+{
+    struct sn_detector_params p = {0};
+    return p;
+}
+
+const struct sn_tokenizer *sn_detector_tokenizer(const struct sn_detector *d) { return d->tok; }
+int sn_detector_n_embd(const struct sn_detector *d) { return (int)d->h.n_embd; }
+
+void sn_detector_free(struct sn_detector *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n_owned; i++)
+        sn_free(d->owned[i]);
+    sn_free(d->owned);
+    sn_free(d->layers);
+    sn_free(d->scratch);
+    sn_free(d->system);
+    sn_ids_free(&d->ids);
+    sn_tokenizer_free(d->tok);
+    sn_free(d);
+}
+
+/* A tensor of the file as f32 (converted from F16/BF16), owned by d. Shapes were checked by
+** the reader against the hyper-parameters; optional tensors may be absent (*out = NULL). */
+static int load(struct sn_detector *d, const struct sn_gguf *g, const char *name, bool optional,
+                float **out, struct sn_err *err)
+{
+    *out = NULL;
+    const struct sn_gguf_tensor *t = sn_gguf_find_tensor(g, name);
+    if (!t)
+        return optional ? SN_OK : sn_err_set(err, SN_E_FORMAT, "missing tensor '%s'", name);
+    size_t n;
+    if (!sn_mul_ok((size_t)t->n_elements, sizeof(float), &n))
+        return sn_err_set(err, SN_E_NOMEM, "tensor '%s' is too large", name);
+    float *f = sn_malloc(n + 1);
+    if (!f)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory for tensor '%s' (%zu bytes)", name, n);
+    d->owned[d->n_owned++] = f;
+    *out = f;
+    int rc = sn_gguf_tensor_to_f32(t, f, err);
+    for (uint64_t i = 0; !rc && i < t->n_elements; i++)
+        if (!isfinite(f[i]))
+            rc = sn_err_set(err, SN_E_FORMAT, "tensor '%s': element %" PRIu64 " is not finite",
+                            name, i);
+    return rc;
+}
+
+/* Scratch: one block, carved in this order (T = max tokens).
+**   x    T·E       residual stream (T, E)
+**   a    T·E       normed input of a block (T, E)
+**   q    T·E       queries (T, H, Dh)
+**   att  T·E       attention output (T, H, Dh)
+**   g    T·F       gate, then silu(gate) ⊙ up (T, F)
+**   u    T·F       up (T, F)
+**   s    T·T       scores of one head (n, P)
+**   kc   L·T·Ekv   key cache (L, T, Hkv, Dh)
+**   vc   L·T·Ekv   value cache (L, T, Hkv, Dh)
+**   rc   T·Dh/2    RoPE cos (T, Dh/2)
+**   rs   T·Dh/2    RoPE sin (T, Dh/2)
+**   hid  E         final-norm state of the last token */
+static int scratch_layout(struct sn_detector *d, struct sn_err *err)
+{
+    const size_t T = (size_t)d->T, E = (size_t)d->h.n_embd, F = (size_t)d->h.n_ff;
+    const size_t L = (size_t)d->h.n_layer, Ekv = (size_t)(d->h.n_head_kv * d->h.head_dim);
+    const size_t half = (size_t)d->h.head_dim / 2;
+    const size_t sizes[] = {T * E, T * E, T * E, T * E, T * F, T * F, T * T, L * T * Ekv,
+                            L * T * Ekv, T * half, T * half, E};
+    float **ptrs[] = {&d->x, &d->a, &d->q, &d->att, &d->g, &d->u, &d->s, &d->kc, &d->vc,
+                      &d->rc, &d->rs, &d->hid};
+    _Static_assert(sizeof sizes / sizeof *sizes == sizeof ptrs / sizeof *ptrs, "scratch table");
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        total += sizes[i];   /* T <= 2^24 and the hparams are capped by the reader */
+    size_t bytes;
+    if (!sn_mul_ok(total, sizeof(float), &bytes) || !(d->scratch = sn_malloc(bytes)))
+        return sn_err_set(err, SN_E_NOMEM, "detector: out of memory for %zu scratch floats "
+                          "(max_tokens %zu); lower max_tokens", total, T);
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        *ptrs[i] = d->scratch + off;
+        off += sizes[i];
+    }
+    /* RoPE tables, in float as HF: inv_freq_j = 1 / theta^(2j / Dh), angle = pos · inv_freq */
+    for (size_t j = 0; j < half; j++) {
+        float ex = (float)(2 * j) / (float)d->h.head_dim;
+        float inv = 1.0f / powf((float)d->h.theta, ex);
+        for (size_t t = 0; t < T; t++) {
+            float ang = (float)t * inv;
+            d->rc[t * half + j] = cosf(ang);
+            d->rs[t * half + j] = sinf(ang);
+        }
+    }
+    return SN_OK;
+}
+
+static int tokenizer_from(const struct sn_gguf *g, struct sn_tokenizer **out, struct sn_err *err)
+{
+    struct sn_tokenizer_vocab v = {0};
+    const char *model = NULL, *pre = NULL, *hash = NULL;
+    size_t n_types = 0;
+    const size_t *lens = NULL;
+    int rc = sn_gguf_get_str(g, "tokenizer.ggml.model", true, NULL, &model, err);
+    if (!rc && strcmp(model, "gpt2"))
+        rc = sn_err_set(err, SN_E_UNSUPPORTED, "tokenizer.ggml.model is '%s' (only 'gpt2', a "
+                        "byte-level BPE, is supported)", model);
+    if (!rc)
+        rc = sn_gguf_get_arr_str(g, "tokenizer.ggml.tokens", &v.tokens, &lens, &v.n_tokens, err);
+    if (!rc && sn_gguf_find(g, "tokenizer.ggml.token_type") >= 0)
+        rc = sn_gguf_get_arr_i32(g, "tokenizer.ggml.token_type", &v.types, &n_types, err);
+    if (!rc && v.types && n_types != v.n_tokens)
+        rc = sn_err_set(err, SN_E_FORMAT, "tokenizer.ggml.token_type has %zu entries for %zu "
+                        "tokens", n_types, v.n_tokens);
+    if (!rc)
+        rc = sn_gguf_get_arr_str(g, "tokenizer.ggml.merges", &v.merges, NULL, &v.n_merges, err);
+    if (!rc)
+        rc = sn_gguf_get_str(g, "tokenizer.ggml.pre", false, "default", &pre, err);
+    if (!rc)
+        rc = sn_gguf_get_bool(g, SN_GGUF_KEY_TOK_NFC, false, false, &v.nfc, err);
+    if (!rc)
+        rc = sn_gguf_get_str(g, SN_GGUF_KEY_TOK_HASH, false, NULL, &hash, err);
+    if (rc)
+        return rc;
+    v.token_lens = lens;
+    v.pre = pre;
+    v.hash = hash;
+    return sn_tokenizer_create(&v, out, err);
+}
+
+int sn_gguf_open_tokenizer(const char *path, struct sn_tokenizer **out, struct sn_err *err)
+{
+    *out = NULL;
+    struct sn_gguf *g = NULL;
+    int rc = sn_gguf_open(path, &g, err);
+    if (!rc && (rc = tokenizer_from(g, out, err)))
+        sn_err_wrap(err, "%s", path);
+    sn_gguf_close(g);
+    return rc;
+}
+
+int sn_detector_open(const char *path, const struct sn_detector_params *p,
+                     struct sn_detector **out, struct sn_err *err)
+{
+    *out = NULL;
+    struct sn_detector_params dp = p ? *p : sn_detector_default_params();
+    struct sn_gguf *g = NULL;
+    int rc = sn_gguf_open(path, &g, err);
+    if (rc)
+        return rc;
+    struct sn_detector *d = sn_calloc(1, sizeof *d);
+    const char *arch = NULL, *system = NULL, *tmpl = NULL;
+    uint64_t max_len = 0;
+    if (!d) {
+        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    if ((rc = sn_gguf_get_str(g, "general.architecture", true, NULL, &arch, err)))
+        goto fail;
+    if (strcmp(arch, "qwen2")) {
+        rc = sn_err_set(err, SN_E_UNSUPPORTED, "%s: general.architecture is '%s' (only qwen2)",
+                        path, arch);
+        goto fail;
+    }
+    if ((rc = sn_qwen2_hparams_read(g, &d->h, err)) ||
+        (rc = sn_gguf_get_str(g, SN_GGUF_KEY_TEMPLATE, false, SN_TEMPLATE_ID, &tmpl, err)) ||
+        (rc = sn_gguf_get_str(g, SN_GGUF_KEY_SYSTEM, false, SN_TEMPLATE_SYSTEM, &system, err)) ||
+        (rc = sn_gguf_get_u64(g, SN_GGUF_KEY_MAX_LEN, false, 1024, &max_len, err)))
+        goto fail;
+    if (strcmp(tmpl, SN_TEMPLATE_ID)) {
+        rc = sn_err_set(err, SN_E_UNSUPPORTED, "%s: prompt template '%s' (this build renders "
+                        "only '%s')", path, tmpl, SN_TEMPLATE_ID);
+        goto fail;
+    }
+    if (sn_gguf_find(g, SN_GGUF_KEY_HEAD) < 0) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: no reward head (key %s); was it written by "
+                        "`sentinel export`?", path, SN_GGUF_KEY_HEAD);
+        goto fail;
+    }
+    d->T = dp.max_tokens > 0 ? dp.max_tokens : (int64_t)max_len;
+    if (d->T < 1 || d->T > d->h.n_ctx) {
+        rc = sn_err_set(err, SN_E_ARG, "%s: max_tokens %" PRId64 " outside [1, context length "
+                        "%" PRId64 "]", path, d->T, d->h.n_ctx);
+        goto fail;
+    }
+    d->max_len = max_len && (int64_t)max_len < d->T ? (size_t)max_len : (size_t)d->T;
+    if (!(d->system = sn_strdup(system))) {
+        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    if ((rc = tokenizer_from(g, &d->tok, err))) {
+        sn_err_wrap(err, "%s", path);
+        goto fail;
+    }
+    const int64_t L = d->h.n_layer;
+    d->owned = sn_calloc((size_t)(L * 12 + 4), sizeof *d->owned);
+    d->layers = sn_calloc((size_t)L, sizeof *d->layers);
+    d->head = sn_malloc((size_t)d->h.n_embd * sizeof *d->head);
+    if (!d->owned || !d->layers || !d->head) {
+        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    d->owned[d->n_owned++] = d->head;
+    const float *hv;
+    size_t hn;
+    if ((rc = sn_gguf_get_arr_f32(g, SN_GGUF_KEY_HEAD, &hv, &hn, err)))
+        goto fail;
+    memcpy(d->head, hv, hn * sizeof *hv);  /* hn == E: checked by the reader */
+    if ((rc = load(d, g, "token_embd.weight", false, &d->emb, err)) ||
+        (rc = load(d, g, "output_norm.weight", false, &d->out_norm, err)))
+        goto fail_wrap;
+    for (int64_t l = 0; l < L; l++) {
+        struct layer *ly = &d->layers[l];
+        struct { const char *n; float **dst; bool opt; } t[] = {
+            {"attn_norm.weight", &ly->attn_norm, false}, {"attn_q.weight", &ly->wq, false},
+            {"attn_q.bias", &ly->bq, true},              {"attn_k.weight", &ly->wk, false},
+            {"attn_k.bias", &ly->bk, true},              {"attn_v.weight", &ly->wv, false},
+            {"attn_v.bias", &ly->bv, true},              {"attn_output.weight", &ly->wo, false},
+            {"ffn_norm.weight", &ly->ffn_norm, false},   {"ffn_gate.weight", &ly->wg, false},
+            {"ffn_up.weight", &ly->wu, false},           {"ffn_down.weight", &ly->wd, false},
+        };
+        for (size_t k = 0; k < sizeof t / sizeof *t; k++) {
+            char nm[96];
+            snprintf(nm, sizeof nm, "blk.%" PRId64 ".%s", l, t[k].n);
+            if ((rc = load(d, g, nm, t[k].opt, t[k].dst, err)))
+                goto fail_wrap;
+        }
+    }
+    if ((rc = scratch_layout(d, err)))
+        goto fail;
+    if (dp.n_threads > 0)
+        openblas_set_num_threads(dp.n_threads);
+    sn_gguf_close(g);
+    *out = d;
+    return SN_OK;
+fail_wrap:
+    sn_err_wrap(err, "%s", path);
+fail:
+    sn_detector_free(d);
+    sn_gguf_close(g);
+    return rc;
+}
+
+/* ---- forward ------------------------------------------------------------------------------ */
+
+/* y (n, D) = RMSNorm(x) ⊙ w, per row. */
+static void rmsnorm(float *y, const float *x, const float *w, int64_t n, int64_t D, double eps)
+{
+    for (int64_t t = 0; t < n; t++) {
+        const float *xr = x + t * D;
+        float *yr = y + t * D;
+        float ss = 0.0f;  /* f32 as HF: x.pow(2).mean(-1) */
+        for (int64_t i = 0; i < D; i++)
+            ss += xr[i] * xr[i];
+        float r = 1.0f / sqrtf(ss / (float)D + (float)eps);
+        for (int64_t i = 0; i < D; i++)
+            yr[i] = w[i] * (xr[i] * r);
+    }
+}
+
+/* y (n, out) = x (n, in) Wᵀ (+ b) (+ y when accumulate): W is (out, in) row-major. */
+static void linear(float *y, int64_t ldy, const float *x, const float *W, const float *b,
+                   int64_t n, int64_t in, int64_t out, bool accumulate)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f, x,
+                (int)in, W, (int)in, accumulate ? 1.0f : 0.0f, y, (int)ldy);
+    if (b)
+        for (int64_t t = 0; t < n; t++)
+            for (int64_t i = 0; i < out; i++)
+                y[t * ldy + i] += b[i];
+}
+
+/* Rotate-half RoPE on n rows of nh heads (row stride ld), positions p0.. */
+static void rope(const struct sn_detector *d, float *x, int64_t ld, int64_t n, int64_t nh,
+                 int64_t p0)
+{
+    const int64_t Dh = d->h.head_dim, half = Dh / 2;
+    for (int64_t t = 0; t < n; t++) {
+        const float *c = d->rc + (p0 + t) * half, *s = d->rs + (p0 + t) * half;
+        for (int64_t h = 0; h < nh; h++) {
+            float *v = x + t * ld + h * Dh;
+            for (int64_t j = 0; j < half; j++) {
+                float a = v[j], b = v[j + half];
+                v[j] = a * c[j] - b * s[j];
+                v[j + half] = b * c[j] + a * s[j];
+            }
+        }
+    }
+}
+
+/* Runs tokens ids[0..n) at positions p0..p0+n-1 over a cache holding positions [0, p0).
+** When hidden is set, it receives the final-norm state of the last token. In the last layer
+** only what is needed is computed: keys and values of every token (for later calls), and the
+** query, attention and MLP of the last token alone (none at all when hidden is NULL: a
+** shared prefix is only needed for its cache). */
+static void forward(struct sn_detector *d, const int32_t *ids, int64_t n, int64_t p0,
+                    float *hidden)
+{
+    const int64_t E = d->h.n_embd, F = d->h.n_ff, H = d->h.n_head, Hkv = d->h.n_head_kv;
+    const int64_t Dh = d->h.head_dim, Ekv = Hkv * Dh, T = d->T, P = p0 + n;
+    const float scale = 1.0f / sqrtf((float)Dh);
+    for (int64_t t = 0; t < n; t++)
+        memcpy(d->x + t * E, d->emb + (int64_t)ids[t] * E, (size_t)E * sizeof(float));
+    for (int64_t l = 0; l < d->h.n_layer; l++) {
+        const struct layer *ly = &d->layers[l];
+        const bool last_layer = l == d->h.n_layer - 1;
+        float *kc = d->kc + l * T * Ekv, *vc = d->vc + l * T * Ekv;
+        rmsnorm(d->a, d->x, ly->attn_norm, n, E, d->h.eps);
+        linear(kc + p0 * Ekv, Ekv, d->a, ly->wk, ly->bk, n, E, Ekv, false);
+        linear(vc + p0 * Ekv, Ekv, d->a, ly->wv, ly->bv, n, E, Ekv, false);
+        rope(d, kc + p0 * Ekv, Ekv, n, Hkv, p0);
+        if (last_layer && !hidden)
+            break;
+        /* rows r0..n-1 go on: all of them, or the last one in the last layer */
+        const int64_t r0 = last_layer ? n - 1 : 0, m = n - r0;
+        float *x = d->x + r0 * E;
+        linear(d->q, E, d->a + r0 * E, ly->wq, ly->bq, m, E, E, false);
+        rope(d, d->q, E, m, H, p0 + r0);
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t kh = h / (H / Hkv);
+            /* s (m, P) = q_h (m, Dh) k_hᵀ (Dh, P) / sqrt(Dh) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)P, (int)Dh, scale,
+                        d->q + h * Dh, (int)E, kc + kh * Dh, (int)Ekv, 0.0f, d->s, (int)P);
+            for (int64_t t = 0; t < m; t++) {
+                float *sr = d->s + t * P;
+                const int64_t last = p0 + r0 + t;   /* causal: keys 0..last */
+                float mx = sr[0];
+                for (int64_t j = 1; j <= last; j++)
+                    mx = sr[j] > mx ? sr[j] : mx;
+                float sum = 0.0f;
+                for (int64_t j = 0; j <= last; j++) {
+                    sr[j] = expf(sr[j] - mx);
+                    sum += sr[j];
+                }
+                float inv = 1.0f / sum;
+                for (int64_t j = 0; j <= last; j++)
+                    sr[j] *= inv;
+                for (int64_t j = last + 1; j < P; j++)
+                    sr[j] = 0.0f;
+            }
+            /* att_h (m, Dh) = s (m, P) v_h (P, Dh) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)Dh, (int)P, 1.0f,
+                        d->s, (int)P, vc + kh * Dh, (int)Ekv, 0.0f, d->att + h * Dh, (int)E);
+        }
+        linear(x, E, d->att, ly->wo, NULL, m, E, E, true);
+        rmsnorm(d->a, x, ly->ffn_norm, m, E, d->h.eps);
+        linear(d->g, F, d->a, ly->wg, NULL, m, E, F, false);
+        linear(d->u, F, d->a, ly->wu, NULL, m, E, F, false);
+        for (int64_t i = 0; i < m * F; i++) {
+            float z = d->g[i];
+            d->g[i] = z / (1.0f + expf(-z)) * d->u[i];
+        }
+        linear(x, E, d->g, ly->wd, NULL, m, F, E, true);
+    }
+    if (hidden)
+        rmsnorm(hidden, d->x + (n - 1) * E, d->out_norm, 1, E, d->h.eps);
+}
+
+static float head_dot(const struct sn_detector *d, const float *hid)
+{
+    double acc = 0.0;
+    for (int64_t i = 0; i < d->h.n_embd; i++)
+        acc += (double)d->head[i] * hid[i];
+    return (float)acc;
+}
+
+static int check_ids(const struct sn_detector *d, const int32_t *ids, size_t n,
+                     struct sn_err *err)
+{
+    if (n < 1 || (int64_t)n > d->T)
+        return sn_err_set(err, SN_E_ARG, "detector: %zu tokens (expected 1..%" PRId64 "; "
+                          "max_tokens)", n, d->T);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= d->h.n_vocab)
+            return sn_err_set(err, SN_E_ARG, "detector: token %zu has id %d, outside the "
+                              "vocabulary [0, %" PRId64 ")", i, (int)ids[i], d->h.n_vocab);
+    return SN_OK;
+}
+
+int sn_detector_score_ids(struct sn_detector *d, const int32_t *ids, size_t n, float *score,
+                          float *hidden, struct sn_err *err)
+{
+    int rc = check_ids(d, ids, n, err);
+    if (rc)
+        return rc;
+    forward(d, ids, (int64_t)n, 0, d->hid);
+    *score = head_dot(d, d->hid);
+    if (hidden)
+        memcpy(hidden, d->hid, (size_t)d->h.n_embd * sizeof *hidden);
+    return SN_OK;
+}
+
+static int encode(struct sn_detector *d, const char *context, const char *response,
+                  struct sn_ids *ids, struct sn_err *err)
+{
+    struct sn_prompt pr = {0};
+    pr.system = d->system;
+    pr.task = context ? context : "";
+    return sn_template_encode(d->tok, &pr, response ? response : "", d->max_len, ids, NULL,
+                              NULL, err);
+}
+
+int sn_detector_score(struct sn_detector *d, const char *context, const char *response,
+                      float *score, struct sn_err *err)
+{
+    int rc = encode(d, context, response, &d->ids, err);
+    if (!rc)
+        rc = sn_detector_score_ids(d, d->ids.v, d->ids.n, score, NULL, err);
+    return rc;
+}
+
+int sn_detector_score_batch(struct sn_detector *d, const char *const *contexts,
+                            const char *const *responses, size_t n, float *scores,
+                            struct sn_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = sn_detector_score(d, contexts[i], responses[i], &scores[i], err);
+        if (rc)
+            return sn_err_wrap(err, "pair %zu", i);
+    }
+    return SN_OK;
+}
+
+int sn_detector_score_shared(struct sn_detector *d, const char *context,
+                             const char *const *responses, size_t n, float *scores,
+                             struct sn_err *err)
+{
+    if (n == 0)
+        return SN_OK;
+    struct sn_ids *all = sn_calloc(n, sizeof *all);
+    if (!all)
+        return sn_err_set(err, SN_E_NOMEM, "detector: out of memory");
+    int rc = SN_OK;
+    size_t prefix = SIZE_MAX;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = encode(d, context, responses[i], &all[i], err);
+        if (!rc)
+            rc = check_ids(d, all[i].v, all[i].n, err);
+        if (rc) {
+            sn_err_wrap(err, "response %zu", i);
+            break;
+        }
+        /* the shared prefix leaves every sequence at least one token of its own */
+        size_t lim = all[i].n - 1, k = 0;
+        if (i == 0) {
+            prefix = lim;
+        } else {
+            while (k < prefix && k < lim && all[i].v[k] == all[0].v[k])
+                k++;
+            prefix = k;
+        }
+    }
+    if (!rc) {
+        if (prefix > 0)
+            forward(d, all[0].v, (int64_t)prefix, 0, NULL);
+        for (size_t i = 0; i < n; i++) {
+            forward(d, all[i].v + prefix, (int64_t)(all[i].n - prefix), (int64_t)prefix, d->hid);
+            scores[i] = head_dot(d, d->hid);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        sn_ids_free(&all[i]);
+    sn_free(all);
+    return rc;
+}

