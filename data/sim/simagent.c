@@ -240,7 +240,7 @@ static bool is_echo(const char *text)
     return text && (strstr(text, "What convinced me:") || strstr(text, "I go along with it"));
 }
 
-/* The behaviour model for an honest speaker (header comment; docs/simulate.md#behaviour). */
+/* The behaviour model for an honest speaker (header comment; docs/simulate.md#the-sim-backend-behaviour-model). */
 static void honest_decide(const struct sim_backend *sb, const struct sn_sim_hint *h,
                           struct sn_rng *r, char out[SN_ANSWER_MAX])
 {
