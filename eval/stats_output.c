@@ -141,7 +141,7 @@ int sn_stats_write_csv(struct sn_stats *s, const char *path, struct sn_err *err)
         rc = sn_buf_puts(&b, ",", err) || sn_stats_csv_field(&b, sn_stats_internal_by(s, j), err);
     if (!rc)
         rc = sn_buf_puts(&b, ",metric,kind,value,n,k,lo,hi,rep_n,rep_mean,rep_sd,majority,"
-                             "adversary_effective,mt.tie,note\n", err);
+                             "adversary_effective,tie,note\n", err);
     for (size_t i = 0; !rc && i < n_rows; i++) {
         const struct sn_stat_row *r = &rows[i];
         rc = sn_stats_csv_field(&b, r->group, err);

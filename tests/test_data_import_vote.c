@@ -67,15 +67,15 @@ int main(void)
     } cases[] = {
         {"AA-", 1, 1, 1}, /* A has two votes */
         {"A--", 0, 1, 1}, /* the unparsed value wins under source: no decision */
-        {"AB-", 0, 0, 1}, /* all different: no decision (plurality: lowest id's A) */
+        {"AB-", 0, 0, 0}, /* all different: no decision (plurality's default tie rule: none) */
         {"BA-", 0, 0, 0},
         {"A", 0, 1, 1},   /* one voter: source needs two votes */
-        {"AB", 0, 0, 1},  /* two agents disagreeing */
+        {"AB", 0, 0, 0},  /* two agents disagreeing: a tie, no decision */
         {"AA", 1, 1, 1},
-        {"AABB", 0, 0, 1}, /* a tie */
+        {"AABB", 0, 0, 0}, /* a tie */
         {"AAB--", 0, 1, 1}, /* A and unparsed tie under source */
         {"AAA--", 1, 1, 1},
-        {"CC-AA", 0, 0, 0}, /* C and A tie; plurality: C held first */
+        {"CC-AA", 0, 0, 0}, /* C and A tie: no decision under every rule */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK_MSG(panel_correct(cases[i].answers, SN_MAJORITY_SOURCE) == cases[i].source,

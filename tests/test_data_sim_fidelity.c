@@ -188,8 +188,8 @@ int main(void)
              extra ? extra : "");
     cJSON *cfg = cJSON_Parse(j1);
     cJSON *cfg0 = cJSON_Parse(j0);
-    CHECK(sn_llm_backend_open(cfg, &sim_default, &err) == SN_OK);
-    CHECK(sn_llm_backend_open(cfg0, &sim_nocons, &err) == SN_OK);
+    CHECK(sn_sim_endpoint_open(cfg, &sim_default, &err) == SN_OK);
+    CHECK(sn_sim_endpoint_open(cfg0, &sim_nocons, &err) == SN_OK);
     cJSON_Delete(cfg);
     cJSON_Delete(cfg0);
     if (!sim_default || !sim_nocons)

@@ -5,10 +5,9 @@
 #include "eval/eval.h"
 #include "test_data_sim_util.h"
 
-/* A scripted backend: even slots answer gold, odd slots the option after gold. */
-struct script_backend {
-    struct sn_llm_backend base;
-};
+/* A scripted backend: even slots answer gold, odd slots the option after gold. It keeps no
+** state of its own; the handle comes from sn_llm_backend_create (llm/llm.h). */
+static int script_state;
 
 static int script_complete(struct sn_llm_backend *b, const struct sn_llm_request *req,
                            struct sn_llm_reply *out, struct sn_err *err)
@@ -28,7 +27,7 @@ static int script_complete(struct sn_llm_backend *b, const struct sn_llm_request
     return out->text ? SN_OK : sn_err_set(err, SN_E_NOMEM, "out of memory");
 }
 
-static void script_close(struct sn_llm_backend *b) { free(b); }
+static void script_close(struct sn_llm_backend *b) { (void)b; }
 static const struct sn_llm_backend_ops script_ops = {"script", script_complete, script_close};
 
 static cJSON *final_of(const struct sn_debate_setup *s, const struct sn_question *q)
@@ -50,14 +49,13 @@ int main(void)
 
     /* 4 slots: gold, other, gold, other -> a 2-2 tie: no decision. The old rule (lowest id)
     ** would have recorded gold. 3 slots: gold, other, gold -> gold. */
-    struct script_backend *sb = calloc(1, sizeof *sb);
-    sb->base.ops = &script_ops;
-    snprintf(sb->base.describe, sizeof sb->base.describe, "script");
+    struct sn_llm_backend *sb = NULL;
+    CHECK(sn_llm_backend_create(&script_ops, &script_state, "script", &sb, &err) == SN_OK);
     for (int n = 3; n <= 4 && mc; n++) {
         struct sn_experiment x;
         mk_exp(&x, "vote", SN_SCEN_NONE, n, 0, 1, SN_STRAT_SIMULTANEOUS, NULL, NULL);
         struct setup_store ss;
-        mk_setup(&ss, &x, &sb->base);
+        mk_setup(&ss, &x, sb);
         cJSON *j = final_of(&ss.s, mc);
         const cJSON *fin = cJSON_GetObjectItem(j, "final");
         const cJSON *ans = cJSON_GetObjectItem(fin, "answer");
@@ -72,14 +70,14 @@ int main(void)
         }
         cJSON_Delete(j);
     }
-    script_close(&sb->base);
+    sn_llm_backend_close(sb);
 
     /* Simulated debates (4 agents: 2-2 ties happen): the recorded final decision equals
     ** sn_vote_plurality over the last round's parsed answers under the default rule, and
     ** `sentinel stats` scores every debate's final decision as recorded. */
     cJSON *cfg = cJSON_Parse("{\"kind\":\"sim\"}");
     struct sn_llm_backend *sim = NULL;
-    CHECK(sn_llm_backend_open(cfg, &sim, &err) == SN_OK);
+    CHECK(sn_sim_endpoint_open(cfg, &sim, &err) == SN_OK);
     cJSON_Delete(cfg);
     struct sn_experiment x;
     mk_exp(&x, "vote-sim", SN_SCEN_COLLABORATION, 4, 1, 2, SN_STRAT_SIMULTANEOUS, NULL, NULL);

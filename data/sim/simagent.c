@@ -73,7 +73,6 @@ static uint32_t cue_set(const char *text)
     for (int i = 0; i < N_CUES; i++)
         first[cues[i][0] - 'a'] |= 1u << i;
     uint32_t seen = 0;
-    int count = 0;
     bool word_start = true;
     for (const char *p = text; *p; p++) {
         bool alpha = is_alpha_ascii(*p);
