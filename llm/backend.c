@@ -132,5 +132,6 @@ struct sn_llm_stats sn_llm_backend_stats(const struct sn_llm_backend *b)
     s.prompt_tokens = __atomic_load_n(&t->prompt_tokens, __ATOMIC_RELAXED);
     s.completion_tokens = __atomic_load_n(&t->completion_tokens, __ATOMIC_RELAXED);
     s.in_flight = __atomic_load_n(&t->in_flight, __ATOMIC_RELAXED);
+    s.paused = __atomic_load_n(&t->paused, __ATOMIC_RELAXED);
     return s;
 }

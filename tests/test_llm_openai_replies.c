@@ -6,9 +6,12 @@
 **   - the cache stores the raw fields: a cached reasoning reply is the reasoning again;
 **   - ready_timeout_s: opening waits while the server answers 503 "Loading model"; a server
 **     that stays down fails the open with a message naming ready_timeout_s; requests pause
-**     (without spending retries) while the endpoint answers 503.
+**     (without spending retries) while the endpoint answers 503, and stats.paused says so
+**     meanwhile.
 ** The loopback server is tests/servers/fake_openai.py. */
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "llm/openai_internal.h"
 #include "tests/testutil_openai.h"
@@ -106,6 +109,22 @@ static int ask(struct sn_llm_backend *b, const char *user, struct sn_llm_reply *
     return sn_llm_complete(b, &req, r, err);
 }
 
+struct asker {
+    struct sn_llm_backend *b;
+    const char *user;
+    int rc;
+    struct sn_err err;
+};
+static void *ask_thread(void *arg)
+{
+    struct asker *a = arg;
+    struct sn_llm_reply r;
+    a->rc = ask(a->b, a->user, &r, &a->err);
+    if (a->rc == SN_OK)
+        sn_llm_reply_free(&r);
+    return NULL;
+}
+
 static void test_server_replies(const struct fake_server *srv)
 {
     char cfg[1024], cache[600];
@@ -182,6 +201,19 @@ static void test_readiness(void)
         CHECK_MSG(ask(b, "pause [[fake:fail=503;times=3]]", &r, &err) == SN_OK, "%s", err.msg);
         CHECK(r.attempts == 1 && r.text && strstr(r.text, "fake reply"));
         sn_llm_reply_free(&r);
+        CHECK(sn_llm_backend_stats(b).paused == 0);
+        /* while a request waits, the backend says so (the simulate progress line reads it) */
+        struct asker ak = { b, "pause seen [[fake:fail=503;times=4]]", -1, { 0 } };
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, ask_thread, &ak) == 0);
+        bool seen = false;
+        for (int i = 0; i < 400 && !seen; i++) { /* up to 20 s */
+            seen = sn_llm_backend_stats(b).paused == 1;
+            usleep(50000);
+        }
+        pthread_join(th, NULL);
+        CHECK_MSG(seen, "stats.paused never became 1 while the endpoint answered 503");
+        CHECK_MSG(ak.rc == SN_OK, "%s", ak.err.msg);
         CHECK(sn_llm_backend_stats(b).paused == 0);
         sn_llm_backend_close(b);
     }
