@@ -344,6 +344,11 @@ static int read_msg(struct ctx *c, const cJSON *m, size_t t, size_t k, size_t n_
         return rc;
     msg->prompt_tokens = pt;
     msg->completion_tokens = ct;
+    if ((rc = get_str(c, m, "finish_reason", NULLABLE, &msg->finish_reason)) ||
+        (rc = get_str(c, m, "served_model", NULLABLE, &msg->served_model)) ||
+        (rc = get_str(c, m, "system_fingerprint", NULLABLE, &msg->system_fingerprint)) ||
+        (rc = get_bool(c, m, "refused", 0, &msg->refused)))
+        return rc;
     const cJSON *dl;
     size_t n_dl;
     if ((rc = get_arr(c, m, "deliveries", 0, &dl, &n_dl)))
@@ -875,6 +880,20 @@ static int write_msg(const struct sn_traj_out_msg *m, struct sn_buf *out, struct
     if (m->answer_rule) {
         PUTS(",\"answer_rule\":");
         JS(m->answer_rule);
+    }
+    if (m->finish_reason) {
+        PUTS(",\"finish_reason\":");
+        JS(m->finish_reason);
+    }
+    if (m->refused)
+        PUTS(",\"refused\":true");
+    if (m->served_model) {
+        PUTS(",\"served_model\":");
+        JS(m->served_model);
+    }
+    if (m->system_fingerprint) {
+        PUTS(",\"system_fingerprint\":");
+        JS(m->system_fingerprint);
     }
     if (m->draft) {
         PUTS(",\"draft\":");

@@ -45,6 +45,11 @@ struct sn_traj_msg {
     int        *blacklisted;    /* sentinel defense: cumulative blacklist held when speaking */
     size_t      n_blacklisted;
     bool        has_blacklist;  /* the "blacklisted" key was present */
+    /* optional, as the endpoint reported them (docs/formats.md#trajectory); NULL when absent */
+    const char *finish_reason;  /* "stop", "length" (cut off), "content_filter", ... */
+    const char *served_model;   /* the model the endpoint says it served */
+    const char *system_fingerprint;
+    bool        refused;        /* the text is the model's refusal */
 };
 
 struct sn_traj_round {
@@ -151,6 +156,10 @@ struct sn_traj_out_msg {
     bool        has_blacklist;   /* write "blacklisted" (a defense ran) */
     uint64_t    blacklist;       /* bit j: agent j */
     const char *answer_rule;     /* importers: how `answer` was obtained; NULL = absent */
+    const char *finish_reason;   /* NULL: absent (sim agents report none) */
+    const char *served_model;
+    const char *system_fingerprint;
+    bool        refused;         /* "refused":true */
 };
 
 struct sn_traj_out_agent {

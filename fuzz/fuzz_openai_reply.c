@@ -1,9 +1,10 @@
 /* fuzz/fuzz_openai_reply.c: the `openai` backend's handling of what a server sends
 ** (llm/openai_parse.c) on arbitrary bytes: the reply parser, the error-text extractor and
 ** the Retry-After parser. Invariants (abort on violation): parsing is deterministic; a success
-** yields a NUL-terminated text and token counts >= -1; a failure leaves the reply untouched and
-** a bounded reason; error text is bounded, printable ASCII, and never holds the secret; a
-** Retry-After delay is positive and finite. */
+** yields a NUL-terminated text and token counts >= -1, and the raw fields the response cache
+** keeps (sn_openai_reply_essentials) parse to the same text and flags; a failure leaves the
+** reply untouched and a bounded reason; error text is bounded, printable ASCII, and never
+** holds the secret; a Retry-After delay is positive and finite. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +32,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (strlen(fa) >= sizeof fa)
             abort();
+        /* the cache's raw fields parse to the same reply */
+        char *ess = sn_openai_reply_essentials(body, size);
+        struct sn_llm_reply c = { 0 };
+        char fc[32], wc[300];
+        if (ess && (sn_openai_parse_reply(ess, strlen(ess), &c, fc, sizeof fc, wc, sizeof wc) !=
+                        SN_OPENAI_PARSE_OK ||
+                    strcmp(c.text, a.text) != 0 || c.refused != a.refused ||
+                    c.from_reasoning != a.from_reasoning || strcmp(fc, fa) != 0))
+            abort();
+        sn_llm_reply_free(&c);
+        sn_free(ess);
     } else {
         if (a.text || b.text || strlen(wa) >= sizeof wa || strcmp(wa, wb) != 0)
             abort();
     }
-    sn_free(a.text);
-    sn_free(b.text);
+    sn_llm_reply_free(&a);
+    sn_llm_reply_free(&b);
 
     char msg[200];
     sn_openai_server_message(body, size, SECRET, msg, sizeof msg);

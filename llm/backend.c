@@ -100,7 +100,11 @@ void sn_llm_reply_free(struct sn_llm_reply *r)
     if (!r)
         return;
     sn_free(r->text);
-    r->text = NULL;
+    sn_free(r->finish_reason);
+    sn_free(r->refusal);
+    sn_free(r->model);
+    sn_free(r->system_fingerprint);
+    r->text = r->finish_reason = r->refusal = r->model = r->system_fingerprint = NULL;
 }
 
 const char *sn_llm_backend_describe(const struct sn_llm_backend *b)
@@ -128,5 +132,6 @@ struct sn_llm_stats sn_llm_backend_stats(const struct sn_llm_backend *b)
     s.prompt_tokens = __atomic_load_n(&t->prompt_tokens, __ATOMIC_RELAXED);
     s.completion_tokens = __atomic_load_n(&t->completion_tokens, __ATOMIC_RELAXED);
     s.in_flight = __atomic_load_n(&t->in_flight, __ATOMIC_RELAXED);
+    s.paused = __atomic_load_n(&t->paused, __ATOMIC_RELAXED);
     return s;
 }

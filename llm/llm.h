@@ -50,6 +50,15 @@ struct sn_llm_reply {
     double latency_ms;        /* wall time of the successful attempt */
     int    attempts;          /* 1 + retries */
     bool   cached;            /* served from the response cache */
+    /* What the server said besides the text (docs/openai.md "Replies"); each NULL when absent,
+    ** owned by the reply. */
+    char  *finish_reason;     /* "stop", "length" (cut off by max_tokens), "content_filter" */
+    char  *refusal;           /* message.refusal; when refused, text holds the same words */
+    char  *model;             /* the model the server says it served */
+    char  *system_fingerprint;
+    bool   refused;           /* content was null or blank and the server sent a refusal: the
+                              ** refusal is the message, not an error */
+    bool   from_reasoning;    /* content was null or blank: text is the model's reasoning */
 };
 
 /* Counters for progress lines and benchmarks; read without locking (approximate while busy). */
@@ -57,6 +66,8 @@ struct sn_llm_stats {
     uint64_t requests, completed, failed, retries, cache_hits;
     uint64_t prompt_tokens, completion_tokens;
     int      in_flight;
+    int      paused;          /* 1 while the endpoint is down or loading and requests wait for
+                              ** it (openai `ready_timeout_s`) instead of failing */
 };
 
 struct sn_llm_backend; /* opaque */

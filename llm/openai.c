@@ -30,7 +30,7 @@
 
 #include "llm/openai_internal.h"
 
-#define OA_CACHE_SCHEMA  "sentinel.openai_cache/1"
+#define OA_CACHE_SCHEMA  "sentinel.openai_cache/2"
 #define OA_KEY_PREFIX    "sentinel.openai.request/1\n"
 #define OA_CACHE_STRIPES 64
 
@@ -55,6 +55,7 @@ struct oa_job {
     struct sn_err       err;
     struct sn_llm_reply reply;
     char                finish[32];
+    char               *raw;  /* sn_openai_reply_essentials of the body, for the cache */
     pthread_cond_t      cond;
 };
 
@@ -62,12 +63,15 @@ struct oa_backend {
     struct sn_llm_backend base; /* first member (llm/llm_internal.h) */
     /* configuration (read-only after open) */
     char   *url;        /* {base_url}/chat/completions, credentials included if given */
+    char   *models_url; /* {base_url}/models: the readiness probe */
     char   *public_url; /* base_url without credentials: messages, cache key, describe */
     char   *model;      /* NULL = the request must name one */
     char   *api_key;    /* NULL = no Authorization header; never printed */
     int     concurrency, max_retries, max_tokens;
     double  timeout_s, connect_timeout_s, temperature, top_p;
     double  retry_after_max_s, backoff_base_s, backoff_max_s;
+    double  ready_timeout_s; /* 0 = no readiness poll, no pause */
+    double  down_since;      /* loop thread: sn_now() of the first "down" failure, 0 = up */
     size_t  max_reply_bytes;
     char   *cache_dir;  /* NULL = no cache */
     bool    cache_fsync; /* entries durable (sn_atomic_write) or only atomic (rename) */
@@ -92,7 +96,7 @@ static const char *const oa_keys[] = {
     "kind", "name", "base_url", "model", "api_key_env", "concurrency", "timeout_s",
     "connect_timeout_s", "max_retries", "cache_dir", "cache", "temperature", "top_p",
     "max_tokens", "extra_body", "headers", "retry_after_max_s", "backoff_base_s",
-    "backoff_max_s", "max_reply_bytes", "cache_fsync", NULL
+    "backoff_max_s", "max_reply_bytes", "cache_fsync", "ready_timeout_s", NULL
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -177,6 +181,10 @@ static int read_config(struct oa_backend *o, const cJSON *cfg, const char *where
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
     memcpy(o->url, s, n);
     memcpy(o->url + n, "/chat/completions", sizeof "/chat/completions");
+    if (!(o->models_url = sn_malloc(n + sizeof "/models")))
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    memcpy(o->models_url, s, n);
+    memcpy(o->models_url + n, "/models", sizeof "/models");
 
     if ((rc = sn_json_get_string(cfg, where, "model", NULL, &s, err)))
         return rc;
@@ -214,6 +222,7 @@ static int read_config(struct oa_backend *o, const cJSON *cfg, const char *where
         { "retry_after_max_s", 120, 0, 86400, offsetof(struct oa_backend, retry_after_max_s) },
         { "backoff_base_s", 0.5, 0, 3600, offsetof(struct oa_backend, backoff_base_s) },
         { "backoff_max_s", 8, 0, 3600, offsetof(struct oa_backend, backoff_max_s) },
+        { "ready_timeout_s", 0, 0, 86400, offsetof(struct oa_backend, ready_timeout_s) },
     };
     for (size_t k = 0; k < sizeof dbl / sizeof dbl[0]; k++) {
         if ((rc = sn_json_get_double(cfg, where, dbl[k].key, dbl[k].dflt, &d, err)))
@@ -469,23 +478,26 @@ static bool cache_get(const struct oa_backend *o, const char *hex, struct sn_llm
     cJSON *j = cJSON_ParseWithLength(text, len);
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
     const cJSON *key = cJSON_GetObjectItemCaseSensitive(j, "key");
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "text");
+    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(j, "reply");
+    char *rawtext = NULL;
     if (cJSON_IsString(schema) && !strcmp(schema->valuestring, OA_CACHE_SCHEMA) &&
-        cJSON_IsString(key) && !strcmp(key->valuestring, hex) && cJSON_IsString(t)) {
-        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(j, "prompt_tokens");
-        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(j, "completion_tokens");
-        out->text = sn_strdup(t->valuestring);
-        if (out->text) {
-            out->prompt_tokens = cJSON_IsNumber(pt) ? pt->valueint : -1;
-            out->completion_tokens = cJSON_IsNumber(ct) ? ct->valueint : -1;
+        cJSON_IsString(key) && !strcmp(key->valuestring, hex) && cJSON_IsObject(raw) &&
+        (rawtext = cJSON_PrintUnformatted(raw))) {
+        /* the raw fields are parsed again, by today's rules (docs/openai.md "Replies") */
+        char finish[32], why[300];
+        if (sn_openai_parse_reply(rawtext, strlen(rawtext), out, finish, sizeof finish, why,
+                                  sizeof why) == SN_OPENAI_PARSE_OK) {
             out->latency_ms = 0;
             out->attempts = 0;
             out->cached = true;
             hit = true;
+        } else {
+            SN_DEBUG("openai cache: ignoring entry %s: %s", path, why);
         }
     } else {
         SN_DEBUG("openai cache: ignoring invalid entry %s", path);
     }
+    cJSON_free(rawtext);
     cJSON_Delete(j);
 done:
     sn_free(text);
@@ -497,8 +509,10 @@ done:
 ** key's stripe lock: the temp file name is per process, so two threads must not write the
 ** same key at once. */
 static int cache_put(const struct oa_backend *o, const char *hex, const char *model,
-                     const struct sn_llm_reply *r, const char *finish, struct sn_err *err)
+                     const struct sn_llm_reply *r, const char *finish, const char *raw,
+                     struct sn_err *err)
 {
+    cJSON *rawj = raw ? cJSON_Parse(raw) : NULL;
     char *dir = cache_path(o, hex, true);
     char *path = cache_path(o, hex, false);
     char *s = NULL, *tmp = NULL;
@@ -515,6 +529,7 @@ static int cache_put(const struct oa_backend *o, const char *hex, const char *mo
         !cJSON_AddNumberToObject(j, "latency_ms", r->latency_ms) ||
         !cJSON_AddNumberToObject(j, "attempts", r->attempts) ||
         !cJSON_AddNumberToObject(j, "created", (double)time(NULL)) ||
+        !cJSON_IsObject(rawj) || !cJSON_AddItemToObject(j, "reply", rawj) || (rawj = NULL) != NULL ||
         !(s = cJSON_PrintUnformatted(j))) {
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory writing a cache entry");
         goto done;
@@ -551,6 +566,7 @@ static int cache_put(const struct oa_backend *o, const char *hex, const char *mo
 done:
     sn_free(tmp);
     cJSON_free(s);
+    cJSON_Delete(rawj);
     cJSON_Delete(j);
     sn_free(dir);
     sn_free(path);
@@ -698,6 +714,10 @@ static void complete_attempt(struct oa_backend *o, struct oa_job *job, CURLcode 
                                                        job->finish, sizeof job->finish, why,
                                                        sizeof why);
         if (p == SN_OPENAI_PARSE_OK) {
+            o->down_since = 0;
+            __atomic_store_n(&o->base.stats.paused, 0, __ATOMIC_RELAXED);
+            if (o->cache_dir)
+                job->raw = sn_openai_reply_essentials(job->resp.data, job->resp.len);
             job->reply.latency_ms = latency_ms;
             job->reply.attempts = job->attempts;
             job->reply.cached = false;
@@ -739,6 +759,31 @@ static void complete_attempt(struct oa_backend *o, struct oa_job *job, CURLcode 
             retry = true;
         else if (!strcasecmp(job->should_retry, "false"))
             retry = false;
+    }
+    /* the endpoint is down or loading (connection refused, 503): with ready_timeout_s the
+    ** request waits for it, without spending its retries, for up to ready_timeout_s from the
+    ** first such failure; any other outcome means the endpoint is up again */
+    bool down = (cc == CURLE_COULDNT_CONNECT) || (cc == CURLE_OK && status == 503);
+    if (!down) {
+        o->down_since = 0;
+        __atomic_store_n(&o->base.stats.paused, 0, __ATOMIC_RELAXED);
+    } else if (o->ready_timeout_s > 0) {
+        if (o->down_since == 0)
+            o->down_since = now;
+        if (now - o->down_since <= o->ready_timeout_s) {
+            if (!__atomic_exchange_n(&o->base.stats.paused, 1, __ATOMIC_RELAXED))
+                SN_INFO("openai %s: endpoint down or loading (%s); requests wait for it, up "
+                        "to ready_timeout_s = %g s", o->public_url, what, o->ready_timeout_s);
+            double delay = has_server_delay && server_delay <= o->retry_after_max_s
+                               ? server_delay
+                               : 0.25 + 0.75 * sn_rng_uniform(&o->jitter);
+            job->attempts--; /* a pause is not an attempt */
+            pthread_mutex_lock(&o->lock);
+            job->ready_at = now + delay;
+            enqueue_locked(o, job);
+            pthread_mutex_unlock(&o->lock);
+            return;
+        }
     }
     if (retry && has_server_delay && server_delay > o->retry_after_max_s) {
         size_t l = strlen(what);
@@ -868,6 +913,73 @@ static void *event_loop(void *arg)
     return NULL;
 }
 
+/* ---- readiness ---------------------------------------------------------------------------- */
+
+static size_t discard_body(char *p, size_t size, size_t n, void *ud)
+{
+    (void)p;
+    (void)size;
+    (void)ud;
+    return n;
+}
+
+/* Polls GET {base_url}/models until it answers 2xx, for up to ready_timeout_s: vLLM refuses
+** connections while it loads, llama-server answers 503 "Loading model" on every path. A 4xx
+** other than 408/429 means the server is up (it may just not serve /models). */
+static int wait_ready(struct oa_backend *o, struct sn_err *err)
+{
+    CURL *e = curl_easy_init();
+    if (!e)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    double t0 = sn_now(), deadline = t0 + o->ready_timeout_s;
+    char errbuf[CURL_ERROR_SIZE], last[300] = "no answer";
+    bool told = false;
+    int rc = SN_OK;
+    for (;;) {
+        errbuf[0] = '\0';
+        double left = deadline - sn_now();
+        double tmo = left < o->connect_timeout_s + 5 ? left : o->connect_timeout_s + 5;
+        curl_easy_reset(e);
+        curl_easy_setopt(e, CURLOPT_URL, o->models_url);
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, o->headers);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard_body);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)ceil((tmo > 0.05 ? tmo : 0.05) * 1000.0));
+        curl_easy_setopt(e, CURLOPT_USERAGENT, "sentinel/" SENTINEL_VERSION);
+        CURLcode cc = curl_easy_perform(e);
+        long status = 0;
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        if (cc == CURLE_OK && status < 500 && status != 408 && status != 429)
+            break;
+        if (cc == CURLE_OK) {
+            snprintf(last, sizeof last, "HTTP %ld", status);
+        } else {
+            char safe[200];
+            const char *m = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+            sn_openai_sanitize(m, strlen(m), o->api_key, safe, sizeof safe);
+            snprintf(last, sizeof last, "transport error %d: %s", (int)cc, safe);
+        }
+        if (cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT ||
+            sn_now() + 0.5 > deadline) {
+            rc = sn_err_set(err, SN_E_BACKEND, "openai %s: endpoint not ready after %.1f s "
+                            "(ready_timeout_s = %g; GET /models: %s)", o->public_url,
+                            sn_now() - t0, o->ready_timeout_s, last);
+            break;
+        }
+        if (!told) {
+            SN_INFO("openai %s: waiting for the endpoint (GET /models: %s), up to %g s",
+                    o->public_url, last, o->ready_timeout_s);
+            told = true;
+        }
+        struct timespec ts = { 0, 500 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    curl_easy_cleanup(e);
+    return rc;
+}
+
 /* ---- the backend vtable ------------------------------------------------------------------- */
 
 static int oa_complete(struct sn_llm_backend *b, const struct sn_llm_request *req,
@@ -933,11 +1045,12 @@ static int oa_complete(struct sn_llm_backend *b, const struct sn_llm_request *re
         struct sn_err ce = { 0 };
         const char *model = req->model ? req->model : o->model ? o->model : "";
         pthread_mutex_lock(stripe);
-        int crc = cache_put(o, hex, model, out, job.finish, &ce);
+        int crc = cache_put(o, hex, model, out, job.finish, job.raw, &ce);
         pthread_mutex_unlock(stripe);
         if (crc) /* the reply is good; a cache we cannot write only costs a re-run */
             SN_WARN("openai cache: %s", ce.msg);
     }
+    sn_free(job.raw);
     STAT_ADD(o, completed, 1);
     sn_free(body);
     return SN_OK;
@@ -975,6 +1088,7 @@ static void oa_close(struct sn_llm_backend *b)
         pthread_mutex_destroy(&o->cache_lock[i]);
     cJSON_Delete(o->extra_body);
     sn_free(o->url);
+    sn_free(o->models_url);
     sn_free(o->public_url);
     sn_free(o->model);
     sn_free(o->cache_dir);
@@ -1012,6 +1126,8 @@ int sn_llm_openai_open(const cJSON *config, struct sn_llm_backend **out, struct 
         goto fail;
     }
     if ((rc = read_config(o, config, where, err)))
+        goto fail;
+    if (o->ready_timeout_s > 0 && (rc = wait_ready(o, err)))
         goto fail;
     snprintf(o->base.describe, sizeof o->base.describe, "openai %s model=%s", o->public_url,
              o->model ? o->model : "(server default)");

@@ -17,15 +17,25 @@ enum sn_openai_parse {
 
 /* Parses a chat-completion reply body (len bytes, need not be NUL-terminated).
 ** On SN_OPENAI_PARSE_OK: out->text (owned; free with sn_llm_reply_free) is
-** choices[0].message.content (a string, or the concatenated "text" parts of an array); when the
-** content is null or absent, the model's reasoning ("reasoning_content" from vLLM, "reasoning"
-** from Ollama/llama.cpp) is used instead. prompt_tokens/completion_tokens from "usage" (-1 when
-** absent). finish_reason (may be NULL) is copied into `finish` (always NUL-terminated).
+** choices[0].message.content (a string, or the concatenated "text" parts of an array). When the
+** content is null, absent, empty or only whitespace: a non-blank "refusal" is the text
+** (out->refused), else a non-blank reasoning ("reasoning_content" from vLLM and llama.cpp,
+** "reasoning" from Ollama) is (out->from_reasoning), else an empty or blank string content is
+** kept as is and a null one is REJECTED. prompt_tokens/completion_tokens from "usage" (-1 when
+** absent); finish_reason, refusal, model and system_fingerprint into the reply's fields (NULL
+** when absent). finish_reason (may be NULL) is also copied into `finish` (NUL-terminated).
 ** Otherwise `why` gets a one-line reason (server text sanitized, at most why_n - 1 bytes) and out
 ** is untouched. */
 enum sn_openai_parse sn_openai_parse_reply(const char *body, size_t len, struct sn_llm_reply *out,
                                            char *finish, size_t finish_n, char *why,
                                            size_t why_n);
+
+/* A compact JSON object holding only what sn_openai_parse_reply reads of a reply body (model,
+** system_fingerprint, usage, choices[0].finish_reason and message content, reasoning_content,
+** reasoning, refusal): the raw fields the response cache stores, so that a cached reply is
+** parsed again by the same rules. Owned (sn_free); NULL when the body is not a JSON object or
+** memory ran out. */
+char *sn_openai_reply_essentials(const char *body, size_t len);
 
 /* The server's own error text from an error reply body, for messages: error.message (OpenAI,
 ** llama.cpp), message (vLLM), error (string; Ollama), detail (FastAPI), else the raw body.

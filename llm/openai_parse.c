@@ -113,6 +113,32 @@ static int usage_int(const cJSON *usage, const char *key)
     return (int)v->valuedouble;
 }
 
+/* Whether s is NULL, empty or only ASCII whitespace. */
+static bool blank(const char *s)
+{
+    if (!s)
+        return true;
+    for (; *s; s++)
+        if (!isspace((unsigned char)*s))
+            return false;
+    return true;
+}
+
+/* A copy of a short string member (server-chosen labels: finish_reason, model, fingerprint),
+** sanitized and cut at 255 bytes; NULL when absent. *nomem is set when the copy failed. */
+static char *label_member(const cJSON *obj, const char *key, bool *nomem)
+{
+    const char *v = obj ? str_member(obj, key) : NULL;
+    if (!v)
+        return NULL;
+    char buf[256];
+    sn_openai_sanitize(v, strlen(v), NULL, buf, sizeof buf);
+    char *c = sn_strdup(buf);
+    if (!c)
+        *nomem = true;
+    return c;
+}
+
 enum sn_openai_parse sn_openai_parse_reply(const char *body, size_t len, struct sn_llm_reply *out,
                                            char *finish, size_t finish_n, char *why,
                                            size_t why_n)
@@ -121,6 +147,8 @@ enum sn_openai_parse sn_openai_parse_reply(const char *body, size_t len, struct 
         finish[0] = '\0';
     cJSON *j = body && len ? cJSON_ParseWithLength(body, len) : NULL;
     enum sn_openai_parse rc = SN_OPENAI_PARSE_MALFORMED;
+    char *text = NULL, *refusal = NULL;
+    struct sn_llm_reply r = { 0 };
     if (!cJSON_IsObject(j)) {
         const char *what = !len ? "empty reply body" : "reply is not a JSON object";
         sn_openai_sanitize(what, strlen(what), NULL, why, why_n);
@@ -142,44 +170,117 @@ enum sn_openai_parse sn_openai_parse_reply(const char *body, size_t len, struct 
         goto done;
     }
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
-    bool ok = false;
-    char *text = NULL;
+    bool ok = true, nomem = false;
     if (content && !cJSON_IsNull(content)) {
         text = content_text(content, &ok);
         if (!ok) {
             snprintf(why, why_n, "choices[0].message.content is neither a string nor an array");
             goto done;
         }
-    } else {
-        const char *r = str_member(msg, "reasoning_content");
-        if (!r)
-            r = str_member(msg, "reasoning");
-        if (!r) {
-            const char *fr = str_member(c0, "finish_reason");
+        if (!text)
+            nomem = true;
+    }
+    /* content null, empty or blank: llama-server sends "" with reasoning_content, Ollama ""
+    ** with reasoning, vLLM null with reasoning_content; OpenAI null with a refusal */
+    const char *fr = str_member(c0, "finish_reason");
+    if (!nomem && blank(text)) {
+        const char *ref = str_member(msg, "refusal");
+        const char *rs = str_member(msg, "reasoning_content");
+        if (blank(rs))
+            rs = str_member(msg, "reasoning");
+        if (!blank(ref)) {
+            sn_free(text);
+            text = sn_strdup(ref);
+            r.refused = true;
+        } else if (!blank(rs)) {
+            sn_free(text);
+            text = sn_strdup(rs);
+            r.from_reasoning = true;
+        } else if (!text) {
             snprintf(why, why_n,
-                     "choices[0].message.content is null and there is no reasoning text "
-                     "(finish_reason %.40s)", fr ? fr : "absent");
+                     "choices[0].message.content is null and there is no reasoning or refusal "
+                     "text (finish_reason %.40s)", fr ? fr : "absent");
             rc = SN_OPENAI_PARSE_REJECTED;
             goto done;
         }
-        text = sn_strdup(r);
+        if (!text)
+            nomem = true;
     }
-    if (!text) {
+    const char *ref = str_member(msg, "refusal");
+    if (ref && !(refusal = sn_strdup(ref)))
+        nomem = true;
+    r.finish_reason = label_member(c0, "finish_reason", &nomem);
+    r.model = label_member(j, "model", &nomem);
+    r.system_fingerprint = label_member(j, "system_fingerprint", &nomem);
+    if (nomem) {
         snprintf(why, why_n, "out of memory copying the reply text");
         rc = SN_OPENAI_PARSE_REJECTED;
+        sn_llm_reply_free(&r);
         goto done;
     }
-    const char *fr = str_member(c0, "finish_reason");
     if (fr && finish && finish_n)
         sn_openai_sanitize(fr, strlen(fr), NULL, finish, finish_n);
     const cJSON *usage = cJSON_GetObjectItemCaseSensitive(j, "usage");
-    out->text = text;
-    out->prompt_tokens = cJSON_IsObject(usage) ? usage_int(usage, "prompt_tokens") : -1;
-    out->completion_tokens = cJSON_IsObject(usage) ? usage_int(usage, "completion_tokens") : -1;
+    r.text = text;
+    r.refusal = refusal;
+    text = refusal = NULL;
+    r.prompt_tokens = cJSON_IsObject(usage) ? usage_int(usage, "prompt_tokens") : -1;
+    r.completion_tokens = cJSON_IsObject(usage) ? usage_int(usage, "completion_tokens") : -1;
+    /* only the parsed fields: latency, attempts and cached are the caller's */
+    out->text = r.text;
+    out->prompt_tokens = r.prompt_tokens;
+    out->completion_tokens = r.completion_tokens;
+    out->finish_reason = r.finish_reason;
+    out->refusal = r.refusal;
+    out->model = r.model;
+    out->system_fingerprint = r.system_fingerprint;
+    out->refused = r.refused;
+    out->from_reasoning = r.from_reasoning;
     rc = SN_OPENAI_PARSE_OK;
 done:
+    sn_free(text);
+    sn_free(refusal);
     cJSON_Delete(j);
     return rc;
+}
+
+/* The members of a reply that sn_openai_parse_reply reads, and nothing else. */
+char *sn_openai_reply_essentials(const char *body, size_t len)
+{
+    cJSON *j = body && len ? cJSON_ParseWithLength(body, len) : NULL;
+    cJSON *o = cJSON_CreateObject(), *ch = NULL, *c0 = NULL, *m = NULL;
+    char *s = NULL;
+    if (!cJSON_IsObject(j) || !o || !(ch = cJSON_AddArrayToObject(o, "choices")) ||
+        !(c0 = cJSON_CreateObject()) || !cJSON_AddItemToArray(ch, c0) ||
+        !(m = cJSON_AddObjectToObject(c0, "message")))
+        goto done;
+    static const char *const top[] = { "model", "system_fingerprint", "usage" };
+    static const char *const inmsg[] = { "content", "reasoning_content", "reasoning", "refusal" };
+    const cJSON *jc = cJSON_GetObjectItemCaseSensitive(j, "choices");
+    const cJSON *j0 = cJSON_IsArray(jc) ? cJSON_GetArrayItem(jc, 0) : NULL;
+    const cJSON *jm = cJSON_IsObject(j0) ? cJSON_GetObjectItemCaseSensitive(j0, "message") : NULL;
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, top[i]);
+        if (v && !cJSON_AddItemToObject(o, top[i], cJSON_Duplicate(v, true)))
+            goto done;
+    }
+    const cJSON *fr = j0 ? cJSON_GetObjectItemCaseSensitive(j0, "finish_reason") : NULL;
+    if (fr && !cJSON_AddItemToObject(c0, "finish_reason", cJSON_Duplicate(fr, true)))
+        goto done;
+    for (size_t i = 0; i < sizeof inmsg / sizeof inmsg[0]; i++) {
+        const cJSON *v = jm ? cJSON_GetObjectItemCaseSensitive(jm, inmsg[i]) : NULL;
+        if (v && !cJSON_AddItemToObject(m, inmsg[i], cJSON_Duplicate(v, true)))
+            goto done;
+    }
+    char *p = cJSON_PrintUnformatted(o);
+    if (p) {
+        s = sn_strdup(p);
+        cJSON_free(p);
+    }
+done:
+    cJSON_Delete(o);
+    cJSON_Delete(j);
+    return s;
 }
 
 /* A decimal number filling the whole string (surrounding blanks allowed). */

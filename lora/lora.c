@@ -37,6 +37,11 @@ struct sn_lora_config sn_lora_default_config(void)
     return c;
 }
 
+double sn_lora_scale(const struct sn_lora_config *c)
+{
+    return c->use_rslora ? c->alpha / sqrt((double)c->r) : c->alpha / c->r;
+}
+
 int sn_lora_config_check(const struct sn_lora_config *c, struct sn_err *err)
 {
     if (c->r < 1 || c->r > 65536)
@@ -85,7 +90,7 @@ int sn_lora_linear_init(struct sn_lora_linear *l, int64_t in, int64_t out,
         return sn_err_wrap(err, "lora init (%lld -> %lld, r %d)", (long long)in,
                            (long long)out, c->r);
     }
-    l->scale = c->alpha / c->r;
+    l->scale = sn_lora_scale(c);
     l->dropout = c->dropout;
     return SN_OK;
 }

@@ -2,6 +2,7 @@
 ** PEFT's conventions (peft src/peft/tuners/lora/layer.py; docs/formats.md#adapter-checkpoint):
 **
 **   y = x Wᵀ + b + scale · (dropout(x) Aᵀ) Bᵀ,   A (r, in), B (out, r), scale = alpha / r
+**   (rank-stabilized LoRA, PEFT's use_rslora: scale = alpha / √r)
 **
 ** A is initialised Kaiming-uniform with a = sqrt(5) (bound 1/sqrt(in), as nn.Linear and PEFT's
 ** init_lora_weights=True), B to zero, so a fresh adapter leaves the layer's output unchanged.
@@ -42,7 +43,11 @@ struct sn_lora_config {
     double   alpha;      /* lora_alpha; scale = alpha / r */
     double   dropout;    /* lora_dropout in [0, 1) */
     unsigned targets;    /* bit (1u << enum sn_lora_target) per targeted projection */
+    bool     use_rslora; /* scale = alpha / sqrt(r) instead of alpha / r (PEFT use_rslora) */
 };
+/* alpha / r, or alpha / sqrt(r) with use_rslora. A format that only knows alpha / r (a GGUF
+** LoRA's adapter.lora.alpha) stores scale · r as its alpha. */
+double sn_lora_scale(const struct sn_lora_config *c);
 /* PEFT's defaults except targets: r 8, alpha 8, dropout 0, q_proj + v_proj. */
 struct sn_lora_config sn_lora_default_config(void);
 /* Checks ranges; a message names the field. */
@@ -51,7 +56,7 @@ int sn_lora_config_check(const struct sn_lora_config *c, struct sn_err *err);
 struct sn_lora_linear {
     struct sn_tensor *A;       /* (r, in), requires grad */
     struct sn_tensor *B;       /* (out, r), requires grad */
-    double            scale;   /* alpha / r */
+    double            scale;   /* sn_lora_scale: alpha / r, or alpha / sqrt(r) (rsLoRA) */
     double            dropout;
     bool              merged;
     struct sn_tensor *w_saved; /* copy of W while merged, else NULL */

@@ -15,3 +15,6 @@ endif()
 add_test(NAME openai_fake_server_help
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/servers/fake_openai.py --help)
 set_tests_properties(openai_fake_server_help PROPERTIES LABELS "openai;noasan" TIMEOUT 30)
+if(TEST test_llm_openai_replies) # fake server, including one that answers 503 while "loading"
+  set_tests_properties(test_llm_openai_replies PROPERTIES TIMEOUT 90 LABELS "openai")
+endif()

@@ -79,6 +79,14 @@ int main(void)
     CHECK(sn_test_sh("cd %s && zcat out/a/trajectories-0of1.jsonl.gz | grep -q "
                      "'\"backend\":\"openai http://127.0.0.1:%d/v1 model=fake-7b\"'", dir,
                      srv.port) == 0);
+    /* what the server reported of each reply is in the trajectory (docs/formats.md) */
+    CHECK(sn_test_sh("cd %s && zcat out/a/trajectories-0of1.jsonl.gz | grep -c "
+                     "'\"finish_reason\":\"stop\",\"served_model\":\"fake-7b\","
+                     "\"system_fingerprint\":\"fp_fake\"' | grep -qx 3", dir) == 0);
+    /* request seeds below 2^31 (llama-server keeps seeds as uint32) */
+    CHECK(sn_test_sh("grep -o '\"seed\": [0-9-]*' %s > %s/seeds && test -s %s/seeds && "
+                     "awk '{ if ($2 < 0 || $2 >= 2147483648) bad++ } END { exit bad > 0 }' "
+                     "%s/seeds", srv.log, dir, dir, dir) == 0);
     int hits1 = fake_stat(&srv, "hits");
     CHECK(hits1 > 2);
     /* the failing item cost exactly 1 + max_retries attempts of one request */

@@ -348,13 +348,13 @@ static void test_adapter(const char *root, const char *good)
     struct {
         const char *what, *shell, *expect;
     } cases[] = {
-        {"task type", "sed -i 's/SEQ_CLS/CAUSAL_LM/' '%s/adapter_config.json'", "SEQ_CLS"},
+        {"task type", "sed -i 's/SEQ_CLS/TOKEN_CLS/' '%s/adapter_config.json'", "SEQ_CLS"},
         {"rank", "sed -i 's/\"r\": 4/\"r\": 5/' '%s/adapter_config.json'",
          "lora_A.weight': shape [4, 64], expected [5, 64]"},
         {"target", "sed -i 's/\"down_proj\"/\"up_proj\"/' '%s/adapter_config.json'",
          "missing tensor 'base_model.model.model.layers.0.mlp.up_proj.lora_A.weight'"},
-        {"rslora", "sed -i 's/\"use_rslora\": false/\"use_rslora\": true/' "
-                   "'%s/adapter_config.json'", "use_rslora"},
+        {"dora", "sed -i 's/\"use_dora\": false/\"use_dora\": true/' "
+                 "'%s/adapter_config.json'", "use_dora"},
         {"truncated", "truncate -s -8 '%s/adapter_model.safetensors'", "truncated file?"},
         {"no config", "rm '%s/adapter_config.json'", "adapter_config.json"},
     };
@@ -394,6 +394,7 @@ int main(void)
     char good[1024];
     snprintf(good, sizeof good, "%s/good", root);
     struct sn_model_config c = sn_model_config_tiny(100);
+    c.pad_token_id = 0; /* sn_model_save_hf refuses a model without one */
     struct sn_model_params p = sn_model_default_params();
     p.seed = 5;
     struct sn_model *m = NULL;

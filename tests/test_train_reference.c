@@ -113,6 +113,7 @@ int main(void)
 
     /* 1. tiny config, random weights large enough that attention is far from uniform */
     struct sn_model_config c = sn_model_config_tiny(300);
+    c.pad_token_id = 0; /* sn_model_save_hf writes one (unused by the reference) */
     struct sn_model_params p = sn_model_default_params();
     p.seed = 7;
     p.init_std = 0.15;
@@ -173,6 +174,7 @@ int main(void)
     c2.num_key_value_heads = 2;
     c2.num_hidden_layers = 3;
     c2.intermediate_size = 80;
+    c2.pad_token_id = 0;
     c2.rope_theta = 1000.0;
     c2.rms_norm_eps = 1e-5;
     c2.tie_word_embeddings = true;

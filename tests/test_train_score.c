@@ -50,6 +50,7 @@ int main(void)
     snprintf(nohead, sizeof nohead, "%s/nohead", dir);
     snprintf(adir, sizeof adir, "%s/adapter", dir);
     struct sn_model_config c = sn_model_config_tiny(512);
+    c.pad_token_id = 0; /* sn_model_save_hf refuses a model without one */
     struct sn_model_params p = sn_model_default_params();
     p.seed = 3;
     p.init_std = 0.1;

@@ -23,20 +23,22 @@ struct fake_server {
     char  log[600];
 };
 
-/* Starts the fake server (lifetime bounded by `lifetime_s`), waits for its port. 0 on success. */
-static inline int fake_start(struct fake_server *s, const char *dir, double latency_ms,
-                      double lifetime_s)
+/* Starts the fake server (lifetime bounded by `lifetime_s`; answering 503 "Loading model" for
+** its first `loading_s` seconds), waits for its port. 0 on success. */
+static inline int fake_start_loading(struct fake_server *s, const char *dir, double latency_ms,
+                                     double lifetime_s, double loading_s)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     snprintf(s->log, sizeof s->log, "%s/requests.jsonl", dir);
-    char port_file[600], script[600], lat[32], life[32];
+    char port_file[600], script[600], lat[32], life[32], load[32];
     snprintf(port_file, sizeof port_file, "%s/port", dir);
     unlink(port_file);
     const char *src = getenv("SENTINEL_SRC");
     snprintf(script, sizeof script, "%s/tests/servers/fake_openai.py", src ? src : ".");
     snprintf(lat, sizeof lat, "%g", latency_ms);
     snprintf(life, sizeof life, "%g", lifetime_s);
+    snprintf(load, sizeof load, "%g", loading_s);
     /* loopback only: never through a proxy */
     setenv("NO_PROXY", "127.0.0.1,localhost", 1);
     setenv("no_proxy", "127.0.0.1,localhost", 1);
@@ -48,7 +50,7 @@ static inline int fake_start(struct fake_server *s, const char *dir, double late
         if (fd >= 0)
             dup2(fd, 1);
         execl("/usr/bin/python3", "python3", script, "--port-file", port_file, "--log", s->log,
-              "--latency-ms", lat, "--lifetime", life, (char *)NULL);
+              "--latency-ms", lat, "--lifetime", life, "--loading-s", load, (char *)NULL);
         _exit(127);
     }
     s->pid = pid;
@@ -68,6 +70,12 @@ static inline int fake_start(struct fake_server *s, const char *dir, double late
         usleep(50000);
     }
     return -1;
+}
+
+static inline int fake_start(struct fake_server *s, const char *dir, double latency_ms,
+                             double lifetime_s)
+{
+    return fake_start_loading(s, dir, latency_ms, lifetime_s, 0);
 }
 
 static inline void fake_stop(struct fake_server *s)

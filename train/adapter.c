@@ -48,7 +48,7 @@ static int config_json(const struct sn_lora_config *c, const char *base, bool he
         }
         ok = ok && cJSON_AddStringToObject(j, "task_type", "SEQ_CLS") &&
              cJSON_AddBoolToObject(j, "use_dora", false) &&
-             cJSON_AddBoolToObject(j, "use_rslora", false);
+             cJSON_AddBoolToObject(j, "use_rslora", c->use_rslora);
     }
     cJSON_Delete(tm);
     cJSON_Delete(mts);
@@ -67,6 +67,12 @@ int sn_model_adapter_save(const struct sn_model *mc, const char *dir,
     if (!m->has_lora && !m->head)
         return sn_err_set(err, SN_E_ARG, "%s: nothing to save (no LoRA adapter and no head)",
                           dir);
+    /* task_type SEQ_CLS without base_model.model.score.weight: PEFT's loader fails with a
+    ** KeyError on the missing head */
+    if (!m->head)
+        return sn_err_set(err, SN_E_ARG, "%s: the model has no score head; a SEQ_CLS adapter "
+                          "without 'base_model.model.score.weight' cannot be loaded by PEFT "
+                          "(initialise the head first)", dir);
     struct sn_lora_config c = m->has_lora ? m->lora_cfg : sn_lora_default_config();
     if (!m->has_lora)
         c.targets = 0;
@@ -122,19 +128,69 @@ int sn_model_adapter_save(const struct sn_model *mc, const char *dir,
     return rc;
 }
 
-/* Parses adapter_config.json into c; *has_score: "score" in modules_to_save. */
+/* Fields of PEFT's LoraConfig that change what the adapter computes and that the loader does
+** not implement: each refused by name when set, rather than scored as a plain LoRA. */
+static int refuse_unimplemented(const cJSON *j, const char *path, struct sn_err *err)
+{
+    static const struct {
+        const char *key, *what;
+    } set_means[] = {
+        {"alora_invocation_tokens", "activated LoRA (applied only after the invocation tokens)"},
+        {"layer_replication", "layer replication (a base model with duplicated layers)"},
+        {"target_parameters", "LoRA on nn.Parameter targets (e.g. MoE experts)"},
+        {"use_qalora", "QA-LoRA (quantization-aware pooling of the input)"},
+        {"lora_bias", "a trained bias on lora_B"},
+        {"use_dora", "DoRA (weight-decomposed LoRA)"},
+        {"fan_in_fan_out", "transposed (Conv1D-style) weights"},
+    };
+    for (size_t i = 0; i < sizeof set_means / sizeof set_means[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, set_means[i].key);
+        bool set = v && !cJSON_IsNull(v) && !cJSON_IsFalse(v) &&
+                   !(cJSON_IsArray(v) && !v->child) && !(cJSON_IsObject(v) && !v->child);
+        if (set)
+            return sn_err_set(err, SN_E_UNSUPPORTED, "%s: '%s' is set: %s is not supported",
+                              path, set_means[i].key, set_means[i].what);
+    }
+    /* init_lora_weights: true/false/"gaussian"/"orthogonal" only choose the initial A and B;
+    ** PiSSA, OLoRA, EVA, LoftQ and CorDA also rewrite the base weights */
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "init_lora_weights");
+    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v) &&
+        !(cJSON_IsString(v) && (!strcmp(v->valuestring, "gaussian") ||
+                                !strcmp(v->valuestring, "orthogonal"))))
+        return sn_err_set(err, SN_E_UNSUPPORTED, "%s: 'init_lora_weights' is %s%s%s: that "
+                          "initialisation changes the base model's weights, which the adapter "
+                          "file does not carry; not supported", path,
+                          cJSON_IsString(v) ? "'" : "", cJSON_IsString(v) ? v->valuestring
+                                                                         : "not a bool",
+                          cJSON_IsString(v) ? "'" : "");
+    return SN_OK;
+}
+
+/* Parses adapter_config.json into c; *has_score: "score" in modules_to_save; *need_head: the
+** task type is not SEQ_CLS (TRL's recipe), so the file must carry the head. */
 static int config_parse(const cJSON *j, const char *path, struct sn_lora_config *c,
-                        bool *has_score, struct sn_err *err)
+                        bool *has_score, bool *need_head, struct sn_err *err)
 {
     memset(c, 0, sizeof *c);
     *has_score = false;
+    *need_head = false;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "peft_type");
     if (!cJSON_IsString(v) || strcmp(v->valuestring, "LORA"))
         return sn_err_set(err, SN_E_FORMAT, "%s: 'peft_type' must be \"LORA\"", path);
+    /* SEQ_CLS, or TRL's documented recipe: LoraConfig(modules_to_save=["score"]) with no
+    ** task_type or CAUSAL_LM, on a sequence-classification model; the head must then be in
+    ** the file (checked by the caller) */
     v = cJSON_GetObjectItemCaseSensitive(j, "task_type");
-    if (!cJSON_IsString(v) || strcmp(v->valuestring, "SEQ_CLS"))
+    if (v && !cJSON_IsNull(v) &&
+        (!cJSON_IsString(v) ||
+         (strcmp(v->valuestring, "SEQ_CLS") && strcmp(v->valuestring, "CAUSAL_LM"))))
         return sn_err_set(err, SN_E_FORMAT, "%s: 'task_type' must be \"SEQ_CLS\" (a sequence-"
-                          "classification reward model)", path);
+                          "classification reward model), or \"CAUSAL_LM\" or absent with the "
+                          "trained head saved (modules_to_save [\"score\"])", path);
+    *need_head = !cJSON_IsString(v) || strcmp(v->valuestring, "SEQ_CLS") != 0;
+    int rc = refuse_unimplemented(j, path, err);
+    if (rc)
+        return rc;
     v = cJSON_GetObjectItemCaseSensitive(j, "r");
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1 ||
         v->valuedouble > 65536)
@@ -146,13 +202,10 @@ static int config_parse(const cJSON *j, const char *path, struct sn_lora_config 
     c->alpha = v->valuedouble;
     v = cJSON_GetObjectItemCaseSensitive(j, "lora_dropout");
     c->dropout = cJSON_IsNumber(v) ? v->valuedouble : 0.0;
-    static const char *const must_false[] = {"use_rslora", "use_dora", "fan_in_fan_out"};
-    for (size_t i = 0; i < 3; i++) {
-        v = cJSON_GetObjectItemCaseSensitive(j, must_false[i]);
-        if (v && cJSON_IsTrue(v))
-            return sn_err_set(err, SN_E_UNSUPPORTED, "%s: '%s' is true; not supported", path,
-                              must_false[i]);
-    }
+    v = cJSON_GetObjectItemCaseSensitive(j, "use_rslora");
+    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
+        return sn_err_set(err, SN_E_FORMAT, "%s: 'use_rslora' must be true or false", path);
+    c->use_rslora = cJSON_IsTrue(v); /* scale alpha / sqrt(r) (lora/lora.h) */
     v = cJSON_GetObjectItemCaseSensitive(j, "bias");
     if (v && (!cJSON_IsString(v) || strcmp(v->valuestring, "none")))
         return sn_err_set(err, SN_E_UNSUPPORTED, "%s: 'bias' must be \"none\"", path);
@@ -203,10 +256,10 @@ int sn_model_adapter_load(struct sn_model *m, const char *dir, struct sn_err *er
         return rc;
     cJSON *j = NULL;
     struct sn_lora_config c;
-    bool has_score = false;
+    bool has_score = false, need_head = false;
     rc = sn_json_load(cpath, &j, err);
     if (!rc)
-        rc = config_parse(j, cpath, &c, &has_score, err);
+        rc = config_parse(j, cpath, &c, &has_score, &need_head, err);
     cJSON_Delete(j);
     if (rc)
         return rc;
@@ -258,6 +311,11 @@ int sn_model_adapter_load(struct sn_model *m, const char *dir, struct sn_err *er
         } else if (has_score) {
             rc = sn_err_set(err, SN_E_FORMAT, "%s: modules_to_save lists 'score' but there is no "
                             "tensor '" HEAD_NAME "'", spath);
+        } else if (need_head) {
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: task_type is not SEQ_CLS and there is no "
+                            "trained head '" HEAD_NAME "': a causal-LM adapter is not a reward "
+                            "model (train with modules_to_save=[\"score\"] or task_type "
+                            "SEQ_CLS)", spath);
         }
     }
     sn_aten_no_grad_exit(g);

@@ -119,7 +119,11 @@ int sn_model_config_parse(const cJSON *j, const char *name, struct sn_model_conf
         rc = get_req_int(j, name, "num_hidden_layers", &c->num_hidden_layers, err);
     if (!rc)
         rc = get_req_int(j, name, "num_attention_heads", &c->num_attention_heads, err);
-    if (!rc)
+    /* null: transformers' Qwen2Config then uses num_attention_heads (no GQA) */
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(j, "num_key_value_heads");
+    if (!rc && cJSON_IsNull(kv))
+        c->num_key_value_heads = c->num_attention_heads;
+    else if (!rc)
         rc = get_req_int(j, name, "num_key_value_heads", &c->num_key_value_heads, err);
     if (!rc)
         rc = get_req_int(j, name, "vocab_size", &c->vocab_size, err);
@@ -127,10 +131,45 @@ int sn_model_config_parse(const cJSON *j, const char *name, struct sn_model_conf
         rc = get_req_int(j, name, "max_position_embeddings", &c->max_position_embeddings, err);
     if (!rc)
         rc = get_req_double(j, name, "rms_norm_eps", &c->rms_norm_eps, err);
-    if (!rc)
-        rc = get_req_double(j, name, "rope_theta", &c->rope_theta, err);
     if (rc)
         return rc;
+    /* RoPE: a top-level rope_theta (transformers < 5) and/or rope_parameters {rope_theta,
+    ** rope_type} (current transformers); only the plain ("default") rotation is implemented */
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(j, "rope_parameters");
+    if (rp && !cJSON_IsNull(rp) && !cJSON_IsObject(rp))
+        return sn_err_set(err, SN_E_FORMAT, "%s: 'rope_parameters' must be an object", name);
+    if (cJSON_IsObject(rp)) {
+        const cJSON *rt = cJSON_GetObjectItemCaseSensitive(rp, "rope_type");
+        if (!rt)
+            rt = cJSON_GetObjectItemCaseSensitive(rp, "type");
+        if (rt && (!cJSON_IsString(rt) || strcmp(rt->valuestring, "default")))
+            return sn_err_set(err, SN_E_UNSUPPORTED, "%s: 'rope_parameters.rope_type' is '%s'; "
+                              "only \"default\" RoPE is supported (no scaled or extended "
+                              "context variants)", name, cJSON_IsString(rt) ? rt->valuestring
+                                                                          : "?");
+    }
+    if (cJSON_GetObjectItemCaseSensitive(j, "rope_theta") || !cJSON_IsObject(rp))
+        rc = get_req_double(j, name, "rope_theta", &c->rope_theta, err);
+    else if (!cJSON_GetObjectItemCaseSensitive(rp, "rope_theta"))
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: missing required field 'rope_theta' (neither at "
+                        "the top level nor in 'rope_parameters')", name);
+    else
+        rc = get_req_double(rp, name, "rope_theta", &c->rope_theta, err);
+    if (rc)
+        return rc;
+    /* an explicit head_dim must be the one the shapes imply: hidden_size / num_attention_heads */
+    const cJSON *hd = cJSON_GetObjectItemCaseSensitive(j, "head_dim");
+    if (hd && !cJSON_IsNull(hd)) {
+        int64_t h = 0;
+        if ((rc = get_req_int(j, name, "head_dim", &h, err)))
+            return rc;
+        if (c->num_attention_heads > 0 && h * c->num_attention_heads != c->hidden_size)
+            return sn_err_set(err, SN_E_UNSUPPORTED, "%s: 'head_dim' = %lld differs from "
+                              "hidden_size / num_attention_heads = %lld / %lld; only models "
+                              "whose head_dim is that quotient are supported", name,
+                              (long long)h, (long long)c->hidden_size,
+                              (long long)c->num_attention_heads);
+    }
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "tie_word_embeddings");
     if (v && !cJSON_IsBool(v))
         return sn_err_set(err, SN_E_FORMAT, "%s: 'tie_word_embeddings' must be true or false",
@@ -163,7 +202,11 @@ int sn_model_config_parse(const cJSON *j, const char *name, struct sn_model_conf
         return sn_err_set(err, SN_E_UNSUPPORTED, "%s: 'hidden_act' must be \"silu\" (SwiGLU)",
                           name);
     v = cJSON_GetObjectItemCaseSensitive(j, "rope_scaling");
-    if (v && !cJSON_IsNull(v))
+    const cJSON *vt = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "rope_type") : NULL;
+    if (cJSON_IsObject(v) && !vt)
+        vt = cJSON_GetObjectItemCaseSensitive(v, "type");
+    bool plain = cJSON_IsString(vt) && !strcmp(vt->valuestring, "default");
+    if (v && !cJSON_IsNull(v) && !plain)
         return sn_err_set(err, SN_E_UNSUPPORTED, "%s: 'rope_scaling' is set; only plain RoPE "
                           "is supported", name);
     v = cJSON_GetObjectItemCaseSensitive(j, "use_sliding_window");
@@ -219,8 +262,12 @@ int sn_model_config_to_json(const struct sn_model_config *c, cJSON **out, struct
         cJSON *l2i = ok ? cJSON_AddObjectToObject(j, "label2id") : NULL;
         ok = id2 && l2i && cJSON_AddStringToObject(id2, "0", "LABEL_0") &&
              cJSON_AddNumberToObject(l2i, "LABEL_0", 0);
-        if (ok && c->pad_token_id >= 0)
-            ok = cJSON_AddNumberToObject(j, "pad_token_id", (double)c->pad_token_id) != NULL;
+        /* always: transformers pools at the rightmost token that is not pad_token_id and
+        ** refuses batches > 1 without one (sn_model_save_hf refuses an unknown id) */
+        if (ok)
+            ok = c->pad_token_id >= 0
+                     ? cJSON_AddNumberToObject(j, "pad_token_id", (double)c->pad_token_id) != NULL
+                     : cJSON_AddNullToObject(j, "pad_token_id") != NULL;
     }
     if (!ok) {
         cJSON_Delete(j);

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_SHARDS 4096
@@ -198,6 +199,65 @@ int sn_model_load_tensor(const struct sn_st_tensor *t, const char *file, int ndi
     return sn_aten_from_host(t->data, hd, shape, ndim, p->dtype, p->device, out, err);
 }
 
+/* A token name in tokenizer_config.json: a string or {"content": ...}. */
+static const char *token_name(const cJSON *v)
+{
+    if (cJSON_IsObject(v))
+        v = cJSON_GetObjectItemCaseSensitive(v, "content");
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The pad id a Hugging Face user gets when config.json has none (TRL: the tokenizer's pad
+** token, else its eos): tokenizer_config.json's pad_token, else eos_token, looked up in its
+** added_tokens_decoder; else config.json's eos_token_id (an integer or the first of a list).
+** -1 when none is found or it is outside the vocabulary. */
+static int64_t pad_from_dir(const char *dir, int64_t vocab)
+{
+    char path[4096];
+    struct sn_err e = { 0 };
+    cJSON *j = NULL;
+    int64_t id = -1;
+    if (!sn_path_join(path, sizeof path, dir, "tokenizer_config.json", &e) &&
+        sn_path_exists(path) && !sn_json_load(path, &j, &e)) {
+        const char *want = token_name(cJSON_GetObjectItemCaseSensitive(j, "pad_token"));
+        if (!want)
+            want = token_name(cJSON_GetObjectItemCaseSensitive(j, "eos_token"));
+        const cJSON *dec = cJSON_GetObjectItemCaseSensitive(j, "added_tokens_decoder"), *t;
+        cJSON_ArrayForEach(t, dec)
+        {
+            const char *nm = token_name(t);
+            char *end = NULL;
+            long long k = t->string ? strtoll(t->string, &end, 10) : -1;
+            if (want && nm && !strcmp(nm, want) && end && !*end && k >= 0) {
+                id = k;
+                break;
+            }
+        }
+    }
+    cJSON_Delete(j);
+    j = NULL;
+    if (id < 0 && !sn_path_join(path, sizeof path, dir, "config.json", &e) &&
+        !sn_json_load(path, &j, &e)) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
+        if (cJSON_IsArray(v))
+            v = cJSON_GetArrayItem(v, 0);
+        if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9e15 &&
+            v->valuedouble == (double)(int64_t)v->valuedouble)
+            id = (int64_t)v->valuedouble;
+    }
+    cJSON_Delete(j);
+    return id < vocab ? id : -1;
+}
+
+int sn_model_set_pad_token_id(struct sn_model *m, int64_t id, struct sn_err *err)
+{
+    if (id < 0 || id >= m->cfg.vocab_size)
+        return sn_err_set(err, SN_E_ARG, "pad_token_id %lld outside the vocabulary (%lld)",
+                          (long long)id, (long long)m->cfg.vocab_size);
+    m->cfg.pad_token_id = id;
+    return SN_OK;
+}
+
 int sn_model_open_hf(const char *dir, const struct sn_model_params *p, struct sn_model **out,
                      struct sn_err *err)
 {
@@ -209,6 +269,8 @@ int sn_model_open_hf(const char *dir, const struct sn_model_params *p, struct sn
         rc = sn_model_config_load(path, &c, err);
     if (rc)
         return rc;
+    if (c.pad_token_id < 0)
+        c.pad_token_id = pad_from_dir(dir, c.vocab_size);
     struct sn_model *m = NULL;
     rc = sn_model_alloc(&c, p, &m, err);
     if (rc)
@@ -276,6 +338,11 @@ int sn_model_save_hf(const struct sn_model *mc, const char *dir, struct sn_err *
         sdt = SN_ST_BF16, hdt = SN_DTYPE_BF16;
     else if (!strcmp(c->torch_dtype, "float16"))
         sdt = SN_ST_F16, hdt = SN_DTYPE_F16;
+    if (c->pad_token_id < 0)
+        return sn_err_set(err, SN_E_ARG, "%s: the model has no pad_token_id; set the tokenizer's "
+                          "pad id (else its eos id) with sn_model_set_pad_token_id: Hugging Face "
+                          "pools the reward at the rightmost token that is not the pad id and "
+                          "cannot score batches without one", dir);
     int rc = sn_mkdirs(dir, err);
     if (rc)
         return rc;

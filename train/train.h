@@ -54,9 +54,12 @@ int64_t sn_model_config_head_dim(const struct sn_model_config *c);
 int sn_model_config_check(const struct sn_model_config *c, const char *name, struct sn_err *err);
 /* Parses a HF config.json object. Required: hidden_size, intermediate_size, num_hidden_layers,
 ** num_attention_heads, num_key_value_heads, rms_norm_eps, rope_theta, max_position_embeddings,
-** vocab_size. Optional: tie_word_embeddings (false), torch_dtype or dtype ("float32"),
-** pad_token_id, model_type (must be "qwen2" if present), hidden_act ("silu"), rope_scaling (must
-** be null), use_sliding_window (must be false). Then sn_model_config_check. */
+** vocab_size; rope_theta may instead sit in rope_parameters (current transformers), whose
+** rope_type must be "default"; num_key_value_heads null means num_attention_heads. Optional:
+** tie_word_embeddings (false), torch_dtype or dtype ("float32"), pad_token_id, head_dim (must
+** equal hidden_size / num_attention_heads), model_type (must be "qwen2" if present),
+** hidden_act ("silu"), rope_scaling (null or rope_type "default"), use_sliding_window (must be
+** false). Then sn_model_config_check. */
 int sn_model_config_parse(const cJSON *json, const char *name, struct sn_model_config *c,
                           struct sn_err *err);
 int sn_model_config_load(const char *path, struct sn_model_config *c, struct sn_err *err);
@@ -91,9 +94,17 @@ int  sn_model_create(const struct sn_model_config *c, const struct sn_model_para
 int  sn_model_open_hf(const char *dir, const struct sn_model_params *p, struct sn_model **out,
                       struct sn_err *err);
 /* Writes config.json and model.safetensors (weights in c.torch_dtype, score.weight when the
-** model has a head) into dir (created), each file atomically. LoRA is not merged in. */
+** model has a head) into dir (created), each file atomically. LoRA is not merged in.
+** config.json always carries pad_token_id (transformers pools at the rightmost non-pad token):
+** a model whose pad id is unknown (built in memory, or loaded from a directory with no pad or
+** eos id anywhere) is refused; set it first with sn_model_set_pad_token_id. */
 int  sn_model_save_hf(const struct sn_model *m, const char *dir, struct sn_err *err);
 void sn_model_free(struct sn_model *m); /* NULL is fine */
+/* The id written as pad_token_id: the tokenizer's pad id, else its eos id (what TRL sets).
+** sn_model_open_hf fills it from config.json's pad_token_id, else tokenizer_config.json's
+** pad_token (else eos_token) through its added_tokens_decoder, else config.json's
+** eos_token_id. SN_E_ARG when outside the vocabulary. */
+int  sn_model_set_pad_token_id(struct sn_model *m, int64_t id, struct sn_err *err);
 
 const struct sn_model_config *sn_model_get_config(const struct sn_model *m);
 const struct sn_model_params *sn_model_get_params(const struct sn_model *m);

@@ -41,6 +41,9 @@ struct msg {
     uint64_t blacklist;
     int    n_candidates;
     bool   llm_extracted; /* the answer came from the second-pass extraction call */
+    /* what the endpoint said of the reply that became `text` (NULL when it did not say) */
+    char  *finish_reason, *served_model, *fingerprint;
+    bool   refused;
 };
 
 struct debate {
@@ -156,7 +159,8 @@ static int call(struct debate *d, struct sn_llm_backend *be, enum sn_prompt_id s
     struct sn_llm_request req = {
         .messages = msgs, .n_messages = n_msgs, .model = NULL,
         .temperature = x->temperature, .top_p = x->top_p, .max_tokens = x->max_tokens,
-        .has_seed = true, .seed = (int64_t)(sn_seed_derive(d->seed, label, index) >> 1),
+        /* below 2^31: llama-server keeps seeds as uint32, others as int32 or int64 */
+        .has_seed = true, .seed = (int64_t)(sn_seed_derive(d->seed, label, index) >> 33),
         .sim_hint = h,
     };
     rc = sn_llm_complete(be, &req, rep, err);
@@ -173,6 +177,30 @@ static int call(struct debate *d, struct sn_llm_backend *be, enum sn_prompt_id s
             return sn_err_set(err, SN_E_NOMEM, "out of memory");
     }
     return SN_OK;
+}
+
+/* The reply's text, taken out of it; the rest of the reply is freed. */
+static char *steal_text(struct sn_llm_reply *r)
+{
+    char *t = r->text;
+    r->text = NULL;
+    sn_llm_reply_free(r);
+    return t;
+}
+
+/* steal_text for the reply that becomes m->text: its finish_reason, served model, fingerprint
+** and refusal flag go with it into the trajectory (docs/formats.md#trajectory). */
+static char *take_text(struct msg *m, struct sn_llm_reply *r)
+{
+    sn_free(m->finish_reason);
+    sn_free(m->served_model);
+    sn_free(m->fingerprint);
+    m->finish_reason = r->finish_reason;
+    m->served_model = r->model;
+    m->fingerprint = r->system_fingerprint;
+    m->refused = r->refused;
+    r->finish_reason = r->model = r->system_fingerprint = NULL;
+    return steal_text(r);
 }
 
 static void account(struct msg *m, const struct sn_llm_reply *r)
@@ -338,8 +366,7 @@ static int speak(struct debate *d, int k, int t, struct sn_err *err)
             return sn_err_wrap(err, "agent %d, round %d", k, t);
         account(me, &rep);
         if (n_cand == 1) {
-            best_text = rep.text;
-            rep.text = NULL;
+            best_text = take_text(me, &rep);
             break;
         }
         /* best-of-N: the judge rates each candidate; the most persuasive is sent */
@@ -359,8 +386,7 @@ static int speak(struct debate *d, int k, int t, struct sn_err *err)
         if (v > best_score) {
             best_score = v;
             sn_free(best_text);
-            best_text = rep.text;
-            rep.text = NULL;
+            best_text = take_text(me, &rep);
         }
         sn_llm_reply_free(&rep);
     }
@@ -379,7 +405,7 @@ static int speak(struct debate *d, int k, int t, struct sn_err *err)
             return sn_err_wrap(err, "agent %d, round %d, self-reflection", k, t);
         account(me, &rep);
         me->draft = me->text;
-        me->text = rep.text;
+        me->text = take_text(me, &rep);
         parse_into(d, me->text, me->answer, &me->parsed);
     }
     /* autoinject: a faulty agent's message is rewritten with probability injection_rate */
@@ -402,7 +428,7 @@ static int speak(struct debate *d, int k, int t, struct sn_err *err)
             account(me, &rep);
             snprintf(me->injected_target, sizeof me->injected_target, "%s", tgt);
             me->original = me->text;
-            me->text = rep.text;
+            me->text = take_text(me, &rep);
             parse_into(d, me->text, me->answer, &me->parsed);
         }
     }
@@ -453,8 +479,8 @@ static int speak(struct debate *d, int k, int t, struct sn_err *err)
             sn_llm_reply_free(&rep);
             continue;
         }
-        me->deliv[v].text = rep.text;
-        parse_into(d, rep.text, me->deliv[v].answer, &me->deliv[v].parsed);
+        me->deliv[v].text = steal_text(&rep);
+        parse_into(d, me->deliv[v].text, me->deliv[v].answer, &me->deliv[v].parsed);
     }
     return SN_OK;
 }
@@ -611,7 +637,9 @@ static int write_traj(struct debate *d, int replicate, int n_rounds, bool stoppe
                 .draft = m->draft, .original_text = m->original,
                 .injected_target = m->original ? m->injected_target : NULL,
                 .candidates = m->n_candidates, .deliveries = od,
-                .has_blacklist = defended, .blacklist = m->blacklist};
+                .has_blacklist = defended, .blacklist = m->blacklist,
+                .finish_reason = m->finish_reason, .served_model = m->served_model,
+                .system_fingerprint = m->fingerprint, .refused = m->refused};
             for (int v = 0; m->deliv && v < n; v++)
                 if (m->deliv[v].text) {
                     od->to = v;
@@ -669,6 +697,9 @@ static void debate_free(struct debate *d)
             sn_free(m->text);
             sn_free(m->draft);
             sn_free(m->original);
+            sn_free(m->finish_reason);
+            sn_free(m->served_model);
+            sn_free(m->fingerprint);
             if (m->deliv) {
                 for (int v = 0; v < d->n; v++)
                     sn_free(m->deliv[v].text);

@@ -596,13 +596,18 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
             struct timespec ts = {0, 100 * 1000 * 1000};
             nanosleep(&ts, NULL);
             if (prog) {
-                int in_flight = 0;
+                int in_flight = 0, paused = 0;
                 for (int i = 0; i < R.n_eps; i++)
-                    if (R.eps[i].b)
-                        in_flight += sn_llm_backend_stats(R.eps[i].b).in_flight;
+                    if (R.eps[i].b) {
+                        struct sn_llm_stats es = sn_llm_backend_stats(R.eps[i].b);
+                        in_flight += es.in_flight;
+                        paused += es.paused;
+                    }
                 double el = sn_now() - t0;
-                char extra[160];
-                snprintf(extra, sizeof extra, "tok/s %.0f  in-flight %d  active %llu  errors %llu",
+                char extra[200];
+                /* an endpoint that is down or loading pauses its debates (ready_timeout_s) */
+                snprintf(extra, sizeof extra, "%stok/s %.0f  in-flight %d  active %llu  errors %llu",
+                         paused ? "PAUSED: endpoint down  " : "",
                          el > 0 ? (double)atomic_load(&J.tokens) / el : 0.0, in_flight,
                          (unsigned long long)atomic_load(&J.active),
                          (unsigned long long)atomic_load(&J.failed));

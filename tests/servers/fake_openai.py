@@ -3,7 +3,7 @@
 tests and benchmarks of the `openai` backend (data/sim/openai.c). Standard library only.
 
     /usr/bin/python3 tests/servers/fake_openai.py --port-file P [--latency-ms 100]
-        [--log requests.jsonl] [--lifetime 60]
+        [--log requests.jsonl] [--lifetime 60] [--loading-s 0]
 
 Binds 127.0.0.1 only, port 0 (the kernel picks a free one); prints the port on the first line
 of stdout and, with --port-file, writes it there atomically. Exits by itself after --lifetime
@@ -18,13 +18,17 @@ Endpoints
                 that carried chat requests), "actions": {action: count}}
   POST /reset   zeroes the counters and forgets attempt counts
   GET  /health  200
+  GET  .../models  {"object":"list","data":[{"id":"fake-model",...}]}
+With --loading-s S, every path answers 503 {"error":{"code":503,"message":"Loading model",
+"type":"unavailable_error"}} for the first S seconds after start (llama-server while it loads).
 
 Misbehaviour is asked for per request by a directive, in the header `X-Fake` (set through the
 endpoint's `headers` config) or in any message content as `[[fake:...]]` (the content wins).
 A directive is `key=value` pairs separated by ';' or ','. Attempts are counted per distinct
 request body, so `fail=500;times=2` fails the first two attempts of each request and then
 answers normally; `times=always` never recovers.
-  fail=429|500|503|400|401|408|hang|malformed|drop|partial|echo_auth|nocontent|reasoning|big
+  fail=429|500|503|400|401|408|hang|malformed|drop|partial|echo_auth|nocontent|reasoning|big|
+       empty_reasoning|empty_ollama|blank|refusal
       429/5xx/4xx: that status with an OpenAI-style error object ("fake <status> error")
       hang: read the request, send nothing for hang_s seconds (default 5), close
       malformed: 200 with a truncated JSON body      drop: close without answering
@@ -32,6 +36,11 @@ answers normally; `times=always` never recovers.
       echo_auth: 400 whose error message quotes the Authorization header it received
       nocontent: 200, message.content null        reasoning: content null + reasoning_content
       big: 200 with a 9 MiB content string
+      empty_reasoning: content "" + reasoning_content (llama-server)
+      empty_ollama: content "" + reasoning (Ollama)      blank: content " \n" + reasoning_content
+      refusal: content null + refusal "I can't help with that." (OpenAI), finish_reason stop
+  Every reply carries "model" (the request's, else "fake-model") and
+  "system_fingerprint": "fp_fake".
   retry_after=<value>      Retry-After header on failures ("date+N" = an HTTP date N s ahead)
   retry_after_ms=<value>   retry-after-ms header on failures
   should_retry=true|false  x-should-retry header on failures
@@ -110,8 +119,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def loading(self):
+        if time.time() < self.server.ready_at:
+            self.send_json(503, {"error": {"code": 503, "message": "Loading model",
+                                           "type": "unavailable_error"}})
+            return True
+        return False
+
     def do_GET(self):
         st = self.server.state
+        if self.loading():
+            return
         if self.path == "/stats":
             with st.lock:
                 obj = {"hits": st.hits, "max_concurrent": st.max_concurrent,
@@ -120,6 +138,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_json(200, obj)
         elif self.path == "/health":
             self.send_json(200, {"status": "ok"})
+        elif self.path.endswith("/models"):
+            self.send_json(200, {"object": "list", "data": [
+                {"id": "fake-model", "object": "model", "owned_by": "fake"}]})
         else:
             self.send_json(404, {"error": {"message": "no such path"}})
 
@@ -127,6 +148,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         st = self.server.state
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n) if n > 0 else b""
+        if self.loading():
+            return
         if self.path == "/reset":
             with st.lock:
                 st.reset()
@@ -229,12 +252,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
-        elif fail in ("nocontent", "reasoning"):
-            msg = {"role": "assistant", "content": None}
-            if fail == "reasoning":
+        elif fail in ("nocontent", "reasoning", "empty_reasoning", "empty_ollama", "blank",
+                      "refusal"):
+            content = {"empty_reasoning": "", "empty_ollama": "", "blank": " \n"}.get(fail)
+            msg = {"role": "assistant", "content": content}
+            finish = "length"
+            if fail in ("reasoning", "empty_reasoning", "blank"):
                 msg["reasoning_content"] = "thinking it over. The answer is (C)."
-            self.send_json(200, {"choices": [{"index": 0, "message": msg,
-                                              "finish_reason": "length"}]})
+            elif fail == "empty_ollama":
+                msg["reasoning"] = "thinking it over. The answer is (D)."
+            elif fail == "refusal":
+                msg["refusal"] = "I can't help with that."
+                finish = "stop"
+            self.send_json(200, {"model": (body or {}).get("model") or "fake-model",
+                                 "system_fingerprint": "fp_fake",
+                                 "choices": [{"index": 0, "message": msg,
+                                              "finish_reason": finish}]})
         elif fail == "big":
             self.reply(body, key, directive, pad=9 << 20)
         else:
@@ -250,7 +283,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if pad:
             text += " " + "x" * pad
         obj = {"id": "chatcmpl-fake-" + key[:8], "object": "chat.completion",
-               "created": int(time.time()), "model": body.get("model", ""),
+               "created": int(time.time()), "model": body.get("model") or "fake-model",
+               "system_fingerprint": "fp_fake",
                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                             "finish_reason": "stop"}],
                "usage": {"prompt_tokens": n_words, "completion_tokens": words(text),
@@ -272,11 +306,14 @@ def main():
     ap.add_argument("--port-file")
     ap.add_argument("--latency-ms", type=float, default=0.0)
     ap.add_argument("--log")
+    ap.add_argument("--loading-s", type=float, default=0.0,
+                    help="answer 503 'Loading model' on every path for this many seconds")
     ap.add_argument("--lifetime", type=float, default=60.0,
                     help="exit after this many seconds (default 60)")
     a = ap.parse_args()
     srv = Server(("127.0.0.1", a.port), Handler)
     srv.state = State(a.latency_ms, a.log)
+    srv.ready_at = time.time() + a.loading_s
     port = srv.server_address[1]
     if a.port_file:
         tmp = a.port_file + ".tmp"
