@@ -19,6 +19,7 @@
 
 #include "data/shard.h"
 #include "loss/loss.h"
+#include "tokenizer/tokenizer.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1021,6 +1022,27 @@ static int trim_metrics(struct sn_trainer *t, int64_t step, struct sn_err *err)
     return rc;
 }
 
+/* A saved model names its pad id (docs/formats.md#model-directory): the tokenizer's
+** <|endoftext|> (the pad token of Qwen2 chat data), else its <|im_end|>, else the last id. */
+static int set_pad_from_tokenizer(struct sn_model *m, const char *tokenizer_path,
+                                  struct sn_err *err)
+{
+    int64_t pad = -1;
+    if (tokenizer_path) {
+        struct sn_tokenizer *tok = NULL;
+        int rc = sn_tokenizer_open(tokenizer_path, &tok, err);
+        if (rc)
+            return rc;
+        pad = sn_tokenizer_token_id(tok, "<|endoftext|>");
+        if (pad < 0)
+            pad = sn_tokenizer_token_id(tok, "<|im_end|>");
+        sn_tokenizer_free(tok);
+    }
+    if (pad < 0)
+        pad = (int64_t)sn_model_get_config(m)->vocab_size - 1;
+    return sn_model_set_pad_token_id(m, pad, err);
+}
+
 /* ---- open ----------------------------------------------------------------------------------- */
 
 static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err *err)
@@ -1039,6 +1061,8 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
         if (t->p.dtype == SN_DTYPE_F64)
             snprintf(c.torch_dtype, sizeof c.torch_dtype, "float32");
         rc = sn_model_create(&c, &mp, &t->m, err);
+        if (!rc)
+            rc = set_pad_from_tokenizer(t->m, t->tokenizer, err);
     } else {
         rc = sn_model_open_hf(t->p.base, &mp, &t->m, err);
         /* full fine-tuning writes its checkpoints in f32 (a bf16 base would round each save) */
@@ -1078,6 +1102,8 @@ static int write_seeded_base(struct sn_trainer *t, struct sn_err *err)
                                                            : sn_model_config_small(t->vocab);
     struct sn_model *m = NULL;
     rc = sn_model_create(&c, &mp, &m, err);
+    if (!rc)
+        rc = set_pad_from_tokenizer(m, t->tokenizer, err);
     if (!rc)
         rc = sn_model_save_hf(m, p, err);
     sn_model_free(m);
