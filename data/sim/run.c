@@ -178,34 +178,15 @@ static int check_tail(const char *path, long long good_end, long long size, stru
     return rc;
 }
 
-/* Rewrites path atomically with its first n bytes. */
-static int truncate_atomic(const char *path, long long n, struct sn_err *err)
+/* Cuts path to its first n bytes in place. truncate(2) is one step (a kill leaves the file
+** whole or cut) and, unlike a rewrite into a copy, needs no free space: a resume on a full disk
+** must not fail here for the very reason it stopped before. */
+static int truncate_tail(const char *path, long long n, struct sn_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
-    struct sn_atomic_file *a;
-    int rc = sn_atomic_open(path, &a, err);
-    if (rc) {
-        fclose(f);
-        return rc;
-    }
-    char buf[1 << 16];
-    long long left = n;
-    while (left > 0 && !rc) {
-        size_t want = left < (long long)sizeof buf ? (size_t)left : sizeof buf;
-        size_t got = fread(buf, 1, want, f);
-        if (got != want || fwrite(buf, 1, got, sn_atomic_stream(a)) != got)
-            rc = sn_err_set(err, SN_E_IO, "%s: copy failed while dropping the partial tail",
-                            path);
-        left -= (long long)got;
-    }
-    fclose(f);
-    if (rc) {
-        sn_atomic_abort(a);
-        return rc;
-    }
-    return sn_atomic_commit(a, err);
+    if (truncate(path, (off_t)n) != 0)
+        return sn_err_set(err, SN_E_IO, "%s: cannot drop the partial tail: %s", path,
+                          strerror(errno));
+    return sn_fsync_path(path, err);
 }
 
 /* ---- gzip member writer ---- */
@@ -240,6 +221,8 @@ static int gz_member(const char *data, size_t n, struct sn_buf *out, struct sn_e
 }
 
 /* ---- work ---- */
+
+enum { SN_SIM_MAX_DEBATES = 10000000 }; /* work units of one run (about 200 bytes each) */
 
 struct unit {
     int    x;
@@ -320,6 +303,7 @@ static void *worker(void *arg)
         /* failure: errors file + counters */
         struct sn_buf e = {0};
         struct sn_err e2 = {0};
+        sn_llm_redact(err.msg, sizeof err.msg); /* no credential reaches the errors file */
         cJSON *o = cJSON_CreateObject();
         char when[32];
         iso_time(when, sizeof when);
@@ -337,11 +321,11 @@ static void *worker(void *arg)
         if (!J->first_err.code)
             J->first_err = err;
         idset_add(&J->failed_ids, u->id, &e2);
-        if (s && J->errs) {
-            fputs(s, J->errs);
-            fputc('\n', J->errs);
-            fflush(J->errs);
-        }
+        if (s && J->errs &&
+            (fputs(s, J->errs) < 0 || fputc('\n', J->errs) == EOF || fflush(J->errs) != 0) &&
+            !J->write_rc) /* a lost failure record would hide the debate from the retry */
+            J->write_rc = sn_err_set(&J->write_err, SN_E_IO, "%s: write failed: %s",
+                                     J->errors_path, strerror(errno));
         atomic_fetch_add(&J->failed, 1);
         pthread_mutex_unlock(&J->lock);
         cJSON_free(s);
@@ -488,7 +472,7 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
             SN_WARN("%s: dropping %lld bytes after the last complete record (an interrupted "
                     "run); %llu records kept", rep->traj_path, size - good_end,
                     (unsigned long long)n_lines);
-            rc = truncate_atomic(rep->traj_path, good_end, err);
+            rc = truncate_tail(rep->traj_path, good_end, err);
             if (!rc) { /* the ids were counted from complete lines before the cut only */
                 idset_free(&done);
                 rc = scan_existing(rep->traj_path, &done, &n_lines, &good_end, &size, err);
@@ -496,9 +480,21 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
         }
     }
     /* work list */
+    /* Bounded before it sizes an allocation: questions (<= SN_QSET_MAX_N each) times
+    ** replicates over all experiments. */
     size_t cap = 0;
-    for (int i = 0; !rc && i < R.n_xs; i++)
-        cap += R.qsets[i]->n * (size_t)R.xs[i].replicates;
+    for (int i = 0; !rc && i < R.n_xs; i++) {
+        size_t k;
+        if (!sn_mul_ok(R.qsets[i]->n, (size_t)R.xs[i].replicates, &k) ||
+            k > SN_SIM_MAX_DEBATES - cap)
+            rc = sn_err_set(err, SN_E_ARG, "recipe: simulate.experiments[%d] ('%s'): %zu "
+                            "questions x %d replicates brings the run past the bound of %d "
+                            "debates; lower dataset.n or replicates, or split the recipe", i,
+                            R.xs[i].name, R.qsets[i]->n, R.xs[i].replicates,
+                            SN_SIM_MAX_DEBATES);
+        else
+            cap += k;
+    }
     J.units = rc ? NULL : sn_calloc(cap ? cap : 1, sizeof *J.units);
     if (!rc && !J.units)
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory for %zu work units", cap);
@@ -631,10 +627,12 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
                 rc = sn_err_set(err, SN_E_IO, "%s: flush failed: %s", rep->traj_path,
                                 strerror(errno));
         }
-        fclose(J.traj);
+        if (fclose(J.traj) != 0 && !rc)
+            rc = sn_err_set(err, SN_E_IO, "%s: close failed: %s", rep->traj_path,
+                            strerror(errno));
     }
-    if (J.errs)
-        fclose(J.errs);
+    if (J.errs && sn_stream_finish(J.errs, rep->errors_path, err) && !rc)
+        rc = err->code;
     if (!rc && J.write_rc) {
         *err = J.write_err;
         rc = J.write_rc;
