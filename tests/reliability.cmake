@@ -6,3 +6,8 @@ target_link_libraries(sn_enospc PRIVATE ${CMAKE_DL_LIBS})
 set_target_properties(sn_enospc PROPERTIES C_VISIBILITY_PRESET default)
 target_compile_options(sn_enospc PRIVATE -fno-sanitize=all)
 target_link_options(sn_enospc PRIVATE -fno-sanitize=all)
+
+add_test(NAME reliability_cli
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/reliability_cli.sh $<TARGET_FILE:sn_enospc>)
+set_tests_properties(reliability_cli PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" LABELS "noasan"
+                     TIMEOUT 300 WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
