@@ -88,6 +88,19 @@ ls "$T/full" | grep -q tmp && bad "full disk: temp file left" || ok "full disk: 
     && diff -r "$T/full" "$T/whole" > /dev/null && ok "full disk: resume gives the uninterrupted result" \
     || bad "full disk: resume"
 
+# ---- a full disk during simulate: says so, stops, leaves whole records, and a re-run continues ----
+SIM=("$S" simulate --recipe "$SENTINEL_SRC/recipes/quickstart.json" -o "$T/sim" --progress none
+     --set 'simulate.defaults.dataset={"kind":"synthetic","n":3}')
+LD_PRELOAD="$SHIM" SN_ENOSPC_AFTER=6000 SN_ENOSPC_MATCH=trajectories "${SIM[@]}" 2> "$T/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "trajectories-0of1.jsonl.gz: write failed: No space left on device; stopped" "$T/err" \
+    && ok "simulate on a full disk: exit 1 naming the file and ENOSPC" || bad "simulate full disk (exit $rc: $(cat "$T/err"))"
+gzip -t "$T/sim/trajectories-0of1.jsonl.gz" 2> /dev/null && ok "simulate on a full disk: whole records only" \
+    || bad "simulate full disk: partial record left"
+"${SIM[@]}" 2> "$T/err"
+[ $? -eq 0 ] && ! grep -q "dropping" "$T/err" && [ "$(gzip -dc "$T/sim/trajectories-0of1.jsonl.gz" | wc -l)" -eq "$n" ] \
+    && ok "simulate after a full disk: the re-run completes" || bad "simulate re-run ($(cat "$T/err"))"
+
 # ---- a manifest that lies ----
 cp -r "$T/whole" "$T/lie"
 python3 - "$T/lie/manifest.json" <<'PY'

@@ -238,7 +238,9 @@ struct job {
     _Atomic size_t next;
     _Atomic uint64_t done, failed, active, calls, tokens;
     pthread_mutex_t lock;
-    FILE *traj, *errs;
+    int traj_fd;        /* O_APPEND; -1 when not open */
+    off_t traj_end;     /* end of the last complete record */
+    FILE *errs;
     const char *traj_path, *errors_path;
     struct sn_err first_err;
     _Atomic int write_rc;
@@ -254,6 +256,33 @@ static void iso_time(char *out, size_t cap)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Appends one gzip record with write(2), each call checked (stdio would report a failed write
+** only at a later flush). A failed write (a full disk: ENOSPC) cuts the file back to the end of
+** the last complete record, so no partial record is left for the next run to drop, and stops
+** the run with a message naming the file and the cause. Called with J->lock held. */
+static int append_record(struct job *J, const char *data, size_t n)
+{
+    size_t left = n;
+    while (left) {
+        ssize_t k = write(J->traj_fd, data + (n - left), left);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : EIO;
+            bool cut = ftruncate(J->traj_fd, J->traj_end) == 0;
+            J->write_rc = sn_err_set(&J->write_err, SN_E_IO, "%s: write failed: %s; stopped "
+                                     "after %llu debates%s; free space and re-run to continue",
+                                     J->traj_path, strerror(e),
+                                     (unsigned long long)atomic_load(&J->done),
+                                     cut ? " (the partial record was removed)" : "");
+            return J->write_rc;
+        }
+        left -= (size_t)k;
+    }
+    J->traj_end += (off_t)n;
+    return SN_OK;
 }
 
 static void *worker(void *arg)
@@ -285,14 +314,13 @@ static void *worker(void *arg)
             if (rc) { /* our own failure (memory): record as a failed item */
             } else {
                 pthread_mutex_lock(&J->lock);
-                if (fwrite(gz.data, 1, gz.len, J->traj) != gz.len || fflush(J->traj) != 0) {
-                    J->write_rc = sn_err_set(&J->write_err, SN_E_IO, "%s: write failed: %s",
-                                             J->traj_path, strerror(errno));
+                if (append_record(J, gz.data, gz.len)) {
+                    /* stop: the workers see write_rc and take no new debate */
                 } else {
                     atomic_fetch_add(&J->done, 1);
                     double now = sn_now();
                     if (now - J->last_sync > 5.0) { /* bound the loss on power failure */
-                        fsync(fileno(J->traj));
+                        fsync(J->traj_fd);
                         J->last_sync = now;
                     }
                 }
@@ -428,7 +456,7 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
         return sn_err_set(err, SN_E_ARG, "simulate: shard %d/%d: need 0 <= i < n", p->shard_index,
                           p->shard_count);
     struct run R = {.p = p};
-    struct job J = {0};
+    struct job J = {.traj_fd = -1};
     int rc = sn_sim_run_setup(&R, recipe, err);
     if (rc) {
         sn_sim_run_free(&R);
@@ -517,8 +545,10 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
             }
     }
     if (!rc) {
-        J.traj = fopen(rep->traj_path, "ab");
-        if (!J.traj)
+        J.traj_fd = open(rep->traj_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (J.traj_fd < 0)
+            rc = sn_err_set(err, SN_E_IO, "%s: %s", rep->traj_path, strerror(errno));
+        else if ((J.traj_end = lseek(J.traj_fd, 0, SEEK_END)) < 0)
             rc = sn_err_set(err, SN_E_IO, "%s: %s", rep->traj_path, strerror(errno));
     }
     if (!rc) {
@@ -621,24 +651,21 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
         }
         pthread_mutex_destroy(&J.lock);
     }
-    if (J.traj) {
-        if (fflush(J.traj) != 0 || fsync(fileno(J.traj)) != 0) {
-            if (!rc)
-                rc = sn_err_set(err, SN_E_IO, "%s: flush failed: %s", rep->traj_path,
-                                strerror(errno));
-        }
-        if (fclose(J.traj) != 0 && !rc)
+    if (!rc && J.write_rc) { /* the root cause first: a full disk names ENOSPC */
+        *err = J.write_err;
+        rc = J.write_rc;
+    }
+    if (J.traj_fd >= 0) {
+        if (fsync(J.traj_fd) != 0 && !rc)
+            rc = sn_err_set(err, SN_E_IO, "fsync %s: %s", rep->traj_path, strerror(errno));
+        if (close(J.traj_fd) != 0 && !rc)
             rc = sn_err_set(err, SN_E_IO, "%s: close failed: %s", rep->traj_path,
                             strerror(errno));
     }
     if (J.errs && sn_stream_finish(J.errs, rep->errors_path, err) && !rc)
         rc = err->code;
-    if (!rc && J.write_rc) {
-        *err = J.write_err;
-        rc = J.write_rc;
-    }
     /* the errors file keeps exactly the ids that are not done */
-    if (J.traj || J.errs) {
+    if (J.traj_fd >= 0 || J.errs) {
         struct idset now_done = {0};
         struct sn_err e2 = {0};
         uint64_t nl;
