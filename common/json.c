@@ -287,7 +287,7 @@ static int check_duplicates(const cJSON *v, struct sn_buf *path, const char *nam
         if (!rc)
             rc = sn_buf_printf(path, err, "%s%s", len ? "." : "", c->string);
         if (!rc && !added)
-            rc = sn_err_set(err, SN_E_FORMAT, "%s: duplicate key '%s' (the recipe must name each "
+            rc = sn_err_set(err, SN_E_ARG, "%s: duplicate key '%s' (the recipe must name each "
                             "key once)", name, path->data);
         if (!rc)
             rc = check_duplicates(c, path, name, err);

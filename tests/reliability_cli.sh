@@ -65,8 +65,11 @@ printf '{"simulat": {}}' > "$T/r1.json"
 expect "unknown top-level section" 2 "unknown key 'simulat' \(did you mean 'simulate'\?\)" -- \
     "$S" simulate --recipe "$T/r1.json" -o "$T/x"
 printf '{"build": {"max_len": 64, "max_len": 128}}' > "$T/r2.json"
-expect "duplicate key" 1 "duplicate key 'build.max_len'" -- \
+expect "duplicate key" 2 "duplicate key 'build.max_len'" -- \
     "$S" build --recipe "$T/r2.json" -i "$TRAJ" -o "$T/x" --tokenizer "$T/tok.json"
+printf '{"simulate": {"endpoints": {"sim": {"kind": "sim"}, "unused": {"kind": "openai", "base_url": "ftp://x"}}, "defaults": {"backend": "sim", "dataset": {"kind": "synthetic", "n": 2}}, "experiments": [{"name": "a", "scenario": "none"}]}}' > "$T/r3.json"
+expect "an unused endpoint with an invalid base_url" 2 "simulate.endpoints.unused: .*base_url must be" -- \
+    "$S" simulate --recipe "$T/r3.json" -o "$T/x" --progress none
 expect "a directory where a file is expected" 1 "$T/empty: is a directory" -- \
     "$S" build -i "$TRAJ" -o "$T/x" --tokenizer "$T/empty"
 

@@ -102,12 +102,12 @@ static void test_recipes(const char *dir)
     const char *dup = "{\"simulate\": {\"experiments\": [{\"rounds\": 2, \"rounds\": 5}]}}";
     write_file(path, dup, strlen(dup));
     sn_err_clear(&err);
-    CHECK(sn_recipe_load(path, NULL, 0, &j, &err) == SN_E_FORMAT);
+    CHECK(sn_recipe_load(path, NULL, 0, &j, &err) == SN_E_ARG);
     CHECK_MSG(strstr(err.msg, "duplicate key 'simulate.experiments[0].rounds'"), "%s", err.msg);
     const char *dup_top = "{\"out_dir\": \"a\", \"out_dir\": \"b\"}";
     write_file(path, dup_top, strlen(dup_top));
     sn_err_clear(&err);
-    CHECK(sn_recipe_load(path, NULL, 0, &j, &err) == SN_E_FORMAT);
+    CHECK(sn_recipe_load(path, NULL, 0, &j, &err) == SN_E_ARG);
     CHECK_MSG(strstr(err.msg, "duplicate key 'out_dir'"), "%s", err.msg);
 
     const char nul[] = "{\"out_dir\": \"a\"}\0{\"simulat\": 1}";
