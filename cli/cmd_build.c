@@ -127,10 +127,8 @@ static int get_size(const cJSON *sec, const char *key, size_t *out, struct sn_er
 
 static int parse_size(const char *opt, const char *s, size_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || errno || s[0] == '-')
+    uint64_t v;
+    if (!sn_parse_u64(s, strlen(s), 0, SIZE_MAX, &v))
         return sn_cli_usage_error("build", "%s '%s': expected a non-negative integer", opt, s);
     *out = (size_t)v;
     return 0;

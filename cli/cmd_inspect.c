@@ -355,11 +355,34 @@ static int inspect_trajectories(const char *path, const struct opts *o)
     if (sn_traj_reader_open(path, &rp, &r, &err))
         return sn_cli_fail("inspect", &err);
     int rc;
+    /* Reported, not silently taken: texts with invalid UTF-8 (named by field) and debate ids
+    ** seen before (counted once, both lines named). */
+    struct sn_strmap seen = {0};
+    uint64_t n_utf8 = 0, n_dups = 0;
     for (;;) {
         struct sn_traj *t = NULL;
         rc = sn_traj_reader_next(r, &t, &err);
         if (rc || !t)
             break;
+        uint64_t line = sn_traj_reader_lineno(r);
+        char where[160];
+        bool added = false;
+        if (!sn_traj_utf8_valid(t, where, sizeof where)) {
+            if (n_utf8++ < 10)
+                SN_WARN("%s:%llu: trajectory '%s': %s: invalid UTF-8", path,
+                        (unsigned long long)line, t->id, where);
+        } else if ((rc = sn_strmap_put(&seen, t->id, strlen(t->id), (size_t)line, &added,
+                                       &err))) {
+            sn_traj_free(t);
+            break;
+        } else if (!added) {
+            if (n_dups++ < 10)
+                SN_WARN("duplicate debate id '%s': %s:%zu and %s:%llu; counted once", t->id,
+                        path, *sn_strmap_find(&seen, t->id, strlen(t->id)), path,
+                        (unsigned long long)line);
+            sn_traj_free(t);
+            continue;
+        }
         n++;
         correct += t->final.correct;
         rounds += t->n_rounds;
@@ -374,6 +397,7 @@ static int inspect_trajectories(const char *path, const struct opts *o)
         else
             sn_traj_free(t);
     }
+    sn_strmap_free(&seen);
     int status = rc ? sn_cli_fail("inspect", &err) : SN_EXIT_OK;
     uint64_t bad = sn_traj_reader_n_skipped(r);
     if (!status && o->json) {
@@ -382,6 +406,8 @@ static int inspect_trajectories(const char *path, const struct opts *o)
         cJSON_AddStringToObject(j, "path", path);
         cJSON_AddNumberToObject(j, "count", (double)n);
         cJSON_AddNumberToObject(j, "bad_lines", (double)bad);
+        cJSON_AddNumberToObject(j, "invalid_utf8", (double)n_utf8);
+        cJSON_AddNumberToObject(j, "duplicate_ids", (double)n_dups);
         cJSON_AddNumberToObject(j, "final_correct", (double)correct);
         cJSON_AddItemToObject(j, "scenarios", tally_json(&scen));
         cJSON_AddItemToObject(j, "datasets", tally_json(&data));
@@ -399,6 +425,9 @@ static int inspect_trajectories(const char *path, const struct opts *o)
         printf("  debates      %" PRIu64 " (%" PRIu64 " malformed lines skipped), %" PRIu64
                " rounds, %" PRIu64 " messages; final answer correct in %" PRIu64 "\n", n, bad,
                rounds, msgs, correct);
+        if (n_utf8 || n_dups)
+            printf("  problems     %" PRIu64 " with invalid UTF-8, %" PRIu64 " duplicate ids "
+                   "(counted once)\n", n_utf8, n_dups);
         tally_print("scenarios", &scen);
         tally_print("datasets", &data);
         tally_print("tasks", &task);
@@ -598,10 +627,10 @@ int sn_cmd_inspect(int argc, char **argv)
         case 'v': o.verify = true; break;
         case 'T': o.tokenizer = optarg; break;
         case 'n': {
-            char *end;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (!*optarg || *end || optarg[0] == '-')
-                return sn_cli_usage_error("inspect", "-n '%s': expected a count", optarg);
+            uint64_t v;
+            if (!sn_parse_u64(optarg, strlen(optarg), 0, SIZE_MAX, &v))
+                return sn_cli_usage_error("inspect", "-n '%s': expected a count (0..%zu)",
+                                          optarg, (size_t)SIZE_MAX);
             o.n = (size_t)v;
             break;
         }

@@ -72,17 +72,17 @@ int sn_cmd_simulate(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "r:o:h", opts, NULL)) != -1) {
-        char *end;
-        long v;
+        uint64_t u = 0;
         switch (c) {
         case 'r': recipe_path = optarg; break;
         case 'o': out = optarg; break;
         case 's': sets[n_sets++] = optarg; break;
         case 'S': {
-            long i = strtol(optarg, &end, 10), n = 0;
-            if (*end == '/')
-                n = strtol(end + 1, &end, 10);
-            if (*end || n < 1 || i < 0 || i >= n || n > 1000000) {
+            /* Both numbers whole and in range: "3/", "/4", "3/+4" and "3/ 4" are refused. */
+            const char *slash = strchr(optarg, '/');
+            uint64_t i = 0, n = 0;
+            if (!slash || !sn_parse_u64(optarg, (size_t)(slash - optarg), 0, 999999, &i) ||
+                !sn_parse_u64(slash + 1, strlen(slash + 1), 1, 1000000, &n) || i >= n) {
                 free(sets);
                 return sn_cli_usage_error("simulate", "--shard '%s': expected I/N with "
                                           "0 <= I < N", optarg);
@@ -92,8 +92,7 @@ int sn_cmd_simulate(int argc, char **argv)
             break;
         }
         case 'R': case 'l': case 't':
-            v = strtol(optarg, &end, 10);
-            if (*end || v < 1 || v > 100000000) {
+            if (!sn_parse_u64(optarg, strlen(optarg), 1, 100000000, &u)) {
                 free(sets);
                 return sn_cli_usage_error("simulate", "--%s '%s': expected a positive integer",
                                           c == 'R' ? "replicates" : c == 'l' ? "limit"
@@ -101,11 +100,11 @@ int sn_cmd_simulate(int argc, char **argv)
                                           optarg);
             }
             if (c == 'R')
-                p.replicates = (int)v;
+                p.replicates = (int)u;
             else if (c == 'l')
-                p.limit = (size_t)v;
+                p.limit = (size_t)u;
             else
-                p.threads = (int)v;
+                p.threads = (int)u;
             break;
         case 'p':
             if (!strcmp(optarg, "auto")) p.progress_mode = 0;

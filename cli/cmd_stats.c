@@ -166,7 +166,9 @@ struct opts {
     int          progress; /* sn_progress force_mode */
 };
 
-/* Reads every input file; calls fn on each trajectory. */
+/* Reads every input file; calls fn on each trajectory. A trajectory with invalid UTF-8 is an
+** error naming the field (skipped and counted with --skip-bad); a debate id seen before is
+** counted once, and the pass that counts skips (n_skipped set) warns naming both lines. */
 typedef int (*traj_fn)(void *ctx, const struct sn_traj *t, struct sn_err *err);
 
 static int read_all(char **paths, size_t n_paths, bool skip_bad, struct sn_progress *prog,
@@ -174,18 +176,53 @@ static int read_all(char **paths, size_t n_paths, bool skip_bad, struct sn_progr
                     char *first_skip, size_t fs_size, traj_fn fn, void *ctx, struct sn_err *err)
 {
     struct sn_traj_reader_params rp = sn_traj_reader_default_params();
+    struct sn_strmap seen = {0}; /* id -> file index << 40 | line */
+    uint64_t n_dups = 0;
+    int rc = SN_OK;
     rp.skip_bad = skip_bad;
-    for (size_t i = 0; i < n_paths; i++) {
+    for (size_t i = 0; i < n_paths && !rc; i++) {
         struct sn_traj_reader *r;
-        int rc = sn_traj_reader_open(paths[i], &rp, &r, err);
+        rc = sn_traj_reader_open(paths[i], &rp, &r, err);
         if (rc)
-            return rc;
+            break;
+        uint64_t bad_utf8 = 0;
         for (;;) {
             struct sn_traj *t;
             rc = sn_traj_reader_next(r, &t, err);
             if (rc || !t)
                 break;
-            rc = fn(ctx, t, err);
+            uint64_t line = sn_traj_reader_lineno(r);
+            char where[160];
+            if (!sn_traj_utf8_valid(t, where, sizeof where)) {
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s:%llu: trajectory '%s': %s: invalid UTF-8", paths[i],
+                         (unsigned long long)line, t->id, where);
+                sn_traj_free(t);
+                if (!skip_bad) {
+                    rc = sn_err_set(err, SN_E_FORMAT, "%s (--skip-bad skips such trajectories)",
+                                    msg);
+                    break;
+                }
+                bad_utf8++;
+                if (first_skip && !first_skip[0])
+                    snprintf(first_skip, fs_size, "%s", msg);
+                continue;
+            }
+            bool added = false;
+            rc = sn_strmap_put(&seen, t->id, strlen(t->id), (size_t)(i << 40 | line), &added,
+                               err);
+            if (!rc && !added) {
+                size_t prev = *sn_strmap_find(&seen, t->id, strlen(t->id));
+                if (n_skipped && n_dups++ < 10)
+                    SN_WARN("duplicate debate id '%s': %s:%llu and %s:%llu; counted once",
+                            t->id, paths[prev >> 40],
+                            (unsigned long long)(prev & (((size_t)1 << 40) - 1)), paths[i],
+                            (unsigned long long)line);
+                sn_traj_free(t);
+                continue;
+            }
+            if (!rc)
+                rc = fn(ctx, t, err);
             sn_traj_free(t);
             if (rc)
                 break;
@@ -194,7 +231,7 @@ static int read_all(char **paths, size_t n_paths, bool skip_bad, struct sn_progr
                 sn_progress_update(prog, *done, NULL);
         }
         if (n_skipped) {
-            uint64_t k = sn_traj_reader_n_skipped(r);
+            uint64_t k = sn_traj_reader_n_skipped(r) + bad_utf8;
             if (k && first_skip && !first_skip[0])
                 snprintf(first_skip, fs_size, "%s", sn_traj_reader_first_skip(r));
             *n_skipped += k;
@@ -202,10 +239,12 @@ static int read_all(char **paths, size_t n_paths, bool skip_bad, struct sn_progr
                 *first_skip_out = first_skip[0] ? first_skip : NULL;
         }
         sn_traj_reader_close(r);
-        if (rc)
-            return rc;
     }
-    return SN_OK;
+    if (!rc && n_dups > 10)
+        SN_WARN("%llu duplicate debate ids in all (the first 10 named above); each counted once",
+                (unsigned long long)n_dups);
+    sn_strmap_free(&seen);
+    return rc;
 }
 
 static int fn_scan(void *ctx, const struct sn_traj *t, struct sn_err *err)
@@ -388,15 +427,14 @@ int sn_cmd_stats(int argc, char **argv)
             goto done;
         }
     }
-    static const char *const suffixes[] = {".jsonl.gz", ".jsonl", NULL};
-    if ((rc = sn_paths_expand(o.inputs, o.n_inputs, suffixes, &paths, &n_paths, &err))) {
+    size_t n_errors_files = 0;
+    if ((rc = sn_traj_paths(o.inputs, o.n_inputs, &paths, &n_paths, &n_errors_files, &err))) {
         status = sn_cli_fail("stats", &err);
         goto done;
     }
-    if (!n_paths) {
-        status = sn_cli_usage_error("stats", "no .jsonl.gz or .jsonl files under the inputs");
-        goto done;
-    }
+    if (n_errors_files)
+        SN_WARN("stats: skipping %zu errors-*.jsonl file(s) in the inputs (debates simulate "
+                "could not finish)", n_errors_files);
 
     uint64_t done_n = 0, n_skipped = 0;
     char first_skip[512] = "";

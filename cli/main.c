@@ -1,5 +1,6 @@
 /* cli/main.c: `sentinel` entry point and subcommand table (docs/design.md §1). */
 #include "cli/cli.h"
+#include "llm/llm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,10 @@ static void usage(FILE *f)
 
 int sn_cli_fail(const char *cmd, const struct sn_err *err)
 {
-    fprintf(stderr, "sentinel %s: %s\n", cmd, err->msg[0] ? err->msg : sn_status_name(err->code));
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : sn_status_name(err->code));
+    sn_llm_redact(msg, sizeof msg); /* no credential reaches the terminal or a log */
+    fprintf(stderr, "sentinel %s: %s\n", cmd, msg);
     return err->code == SN_E_ARG ? SN_EXIT_USAGE : SN_EXIT_FAIL;
 }
 
@@ -55,6 +59,20 @@ int sn_cli_unavailable(const char *cmd, const char *why)
 {
     fprintf(stderr, "sentinel %s: %s\n", cmd, why);
     return SN_EXIT_UNAVAILABLE;
+}
+
+/* Results printed to stdout are only delivered once flushed: a full device (`> /dev/full`) or a
+** closed pipe shows up here at the latest, and must not leave exit status 0 (README "Errors and
+** exit codes"). One check for every command; files a command writes go through
+** sn_atomic_commit or sn_stream_finish, which check the same. */
+static int finish_stdout(const char *cmd, int status)
+{
+    struct sn_err err = {0};
+    if (sn_stream_finish(stdout, "standard output", &err)) {
+        int st = sn_cli_fail(cmd, &err);
+        return status ? status : st;
+    }
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -76,7 +94,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return SN_EXIT_OK;
+        return finish_stdout("help", SN_EXIT_OK);
     }
     if (!strcmp(argv[1], "--version")) {
         printf("sentinel %s (%s libtorch)\n", SENTINEL_VERSION,
@@ -90,7 +108,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
-            return commands[i].fn(argc - 1, argv + 1);
+            return finish_stdout(commands[i].name, commands[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "sentinel: unknown command '%s'; try 'sentinel --help'\n", argv[1]);
     return SN_EXIT_USAGE;
 }

@@ -102,6 +102,14 @@ void sn_buf_free(struct sn_buf *b);
 ** with sn_free). Refuses files larger than max_bytes (0 = 1 GiB) with SN_E_NOMEM. */
 int sn_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
                  struct sn_err *err);
+/* True when f is open on a directory (fopen of a directory for reading succeeds on Linux; the
+** reads then fail with EISDIR, which would read as a vague "read error"). */
+bool sn_stream_is_dir(FILE *f);
+/* Ends an output stream and reports any write that failed on it: ferror, fflush and (except
+** for stdout/stderr, which are only flushed) fclose. A full device gives SN_E_IO
+** "<name>: write failed: No space left on device". Every command that writes results ends its
+** outputs through this, so a lost write never exits 0. f is closed (or flushed) either way. */
+int sn_stream_finish(FILE *f, const char *name, struct sn_err *err);
 /* mkdir -p. */
 int sn_mkdirs(const char *path, struct sn_err *err);
 bool sn_path_exists(const char *path);
@@ -209,6 +217,10 @@ bool sn_utf8_valid(const void *s, size_t n, size_t *bad);
 /* The same for a NUL-terminated string; NULL counts as the empty string. */
 bool sn_utf8_valid_str(const char *s);
 
+/* Parses exactly the n bytes at s as a decimal integer in [lo, hi]: digits only (no sign, no
+** spaces, no trailing characters), no overflow. For command-line counts ("-n", "--shard I/N"). */
+bool sn_parse_u64(const char *s, size_t n, uint64_t lo, uint64_t hi, uint64_t *out);
+
 /* "dir/name" into buf (n bytes); SN_E_ARG ("<dir>/<name>: path too long") when it does not fit. */
 int   sn_path_join(char *buf, size_t n, const char *dir, const char *name, struct sn_err *err);
 /* "dir/name" in a new string (caller frees with sn_free); NULL when out of memory. */
@@ -249,12 +261,16 @@ void sn_progress_finish(struct sn_progress *p, const char *summary); /* prints, 
 int sn_json_parse(const char *text, size_t len, const char *name, cJSON **out,
                   struct sn_err *err);
 int sn_json_load(const char *path, cJSON **out, struct sn_err *err);
+/* Offset of the first \u0000 escape inside a JSON string of text, or (size_t)-1. cJSON cuts a
+** decoded string at it, so readers that must not lose text refuse it (sn_json_parse does). */
+size_t sn_json_nul_escape(const char *text, size_t len);
 /* Serialises with 2-space indentation and a final newline and writes it atomically. */
 int sn_json_save(const char *path, const cJSON *json, struct sn_err *err);
 
-/* Loads a recipe and applies overrides "a.b.c=value" in order. A value that parses as JSON
-** is taken as JSON (numbers, true, [1,2], "str"); otherwise as a string. Missing objects on
-** the path are created. */
+/* Loads a recipe and applies overrides "a.b.c=value" in order. A value that parses whole as
+** JSON is taken as JSON (numbers, true, [1,2], "str"); otherwise as a string ("3x" is a string,
+** which a typed getter refuses). Missing objects on the path are created. A duplicate key at
+** any level and a top-level key that is not a section (docs/formats.md#recipe) are errors. */
 int sn_recipe_load(const char *path, const char *const *overrides, size_t n_overrides,
                    cJSON **out, struct sn_err *err);
 int sn_recipe_apply_override(cJSON *root, const char *assignment, struct sn_err *err);

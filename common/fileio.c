@@ -22,6 +22,10 @@ int sn_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
     FILE *f = fopen(path, "rb");
     if (!f)
         return sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
+    if (sn_stream_is_dir(f)) {
+        fclose(f);
+        return sn_err_set(err, SN_E_IO, "%s: is a directory (expected a file)", path);
+    }
     struct sn_buf b = {.max = max_bytes};
     char chunk[65536];
     size_t n;
@@ -45,6 +49,35 @@ int sn_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
     *out = b.data;
     if (len)
         *len = b.len;
+    return SN_OK;
+}
+
+bool sn_stream_is_dir(FILE *f)
+{
+    struct stat st;
+    return f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int sn_stream_finish(FILE *f, const char *name, struct sn_err *err)
+{
+    /* A write error may have happened long before (ferror is sticky; errno is not): fflush
+    ** again so errno describes the device now, and say "write failed" either way. */
+    bool bad = ferror(f) != 0;
+    errno = 0;
+    if (fflush(f) != 0)
+        bad = true;
+    int e = errno;
+    bool std = f == stdout || f == stderr;
+    if (!std && fclose(f) != 0 && !bad) {
+        bad = true;
+        e = errno;
+    }
+    if (!bad && std && ferror(f))
+        bad = true;
+    if (bad)
+        return sn_err_set(err, SN_E_IO, "%s: write failed: %s", name,
+                          e ? strerror(e) : "an earlier write to it failed (device full or "
+                          "closed?)");
     return SN_OK;
 }
 
@@ -195,18 +228,50 @@ int sn_atomic_commit(struct sn_atomic_file *a, struct sn_err *err)
     return SN_OK;
 }
 
+/* Plain write(2)/fsync(2)/close(2), not stdio: each call's result is checked where it happens
+** (stdio would report a failed write only at a later flush, without the errno), and the calls
+** go through the dynamic linker, so tests can make them fail (tests/shim/enospc.c). */
 int sn_atomic_write(const char *path, const void *data, size_t n, struct sn_err *err)
 {
-    struct sn_atomic_file *a;
-    int rc = sn_atomic_open(path, &a, err);
-    if (rc)
-        return rc;
-    if (n && fwrite(data, 1, n, a->f) != n) {
-        rc = sn_err_set(err, SN_E_IO, "%s: write failed: %s", a->tmp, strerror(errno));
-        sn_atomic_abort(a);
+    size_t tn = strlen(path) + 32;
+    char *tmp = sn_malloc(tn);
+    if (!tmp)
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
+    snprintf(tmp, tn, "%s.tmp.%ld", path, (long)getpid());
+    int rc = SN_OK;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = sn_err_set(err, SN_E_IO, "%s: %s", tmp, strerror(errno));
+        sn_free(tmp);
         return rc;
     }
-    return sn_atomic_commit(a, err);
+    const char *p = data;
+    size_t left = n;
+    while (left && !rc) {
+        ssize_t k = write(fd, p, left);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            rc = sn_err_set(err, SN_E_IO, "%s: write failed after %zu of %zu bytes: %s; %s was "
+                            "not changed", tmp, n - left, n, k < 0 ? strerror(errno) :
+                            "no progress", path);
+        else {
+            p += k;
+            left -= (size_t)k;
+        }
+    }
+    if (!rc && fsync(fd) != 0)
+        rc = sn_err_set(err, SN_E_IO, "fsync %s: %s; %s was not changed", tmp, strerror(errno),
+                        path);
+    if (close(fd) != 0 && !rc)
+        rc = sn_err_set(err, SN_E_IO, "%s: close failed: %s; %s was not changed", tmp,
+                        strerror(errno), path);
+    if (!rc)
+        rc = sn_rename_durable(tmp, path, err);
+    if (rc)
+        unlink(tmp);
+    sn_free(tmp);
+    return rc;
 }
 
 /* ---- line reader ---- */
@@ -246,8 +311,9 @@ int sn_lines_open(const char *path, size_t max_line, struct sn_lines **out, stru
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
     }
     r->f = fopen(path, "rb");
-    if (!r->f) {
-        int rc = sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
+    if (!r->f || sn_stream_is_dir(r->f)) {
+        int rc = r->f ? sn_err_set(err, SN_E_IO, "%s: is a directory (expected a file)", path)
+                      : sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
         sn_lines_close(r);
         return rc;
     }
@@ -494,7 +560,8 @@ int sn_paths_expand(const char *const *inputs, size_t n_inputs, const char *cons
         sn_paths_free(l.v, l.n);
         return rc;
     }
-    qsort(l.v, l.n, sizeof *l.v, cmp_str);
+    if (l.n) /* an empty list has no array: qsort must not see NULL */
+        qsort(l.v, l.n, sizeof *l.v, cmp_str);
     size_t w = 0;
     for (size_t i = 0; i < l.n; i++) {
         if (w && strcmp(l.v[w - 1], l.v[i]) == 0)

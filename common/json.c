@@ -6,24 +6,74 @@
 #include <stdlib.h>
 #include <string.h>
 
+size_t sn_json_nul_escape(const char *text, size_t len)
+{
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '"') {
+            in_str = !in_str;
+        } else if (in_str && text[i] == '\\' && i + 1 < len) {
+            if (text[i + 1] == 'u' && len - i >= 6 && memcmp(text + i + 2, "0000", 4) == 0)
+                return i;
+            i++; /* the escaped character (an escaped quote or backslash) */
+        }
+    }
+    return (size_t)-1;
+}
+
+/* "name:line:col" of byte off. */
+static void json_pos(const char *text, size_t len, size_t off, size_t *line, size_t *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off && i < len; i++) {
+        if (text[i] == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            ++*col;
+        }
+    }
+}
+
 int sn_json_parse(const char *text, size_t len, const char *name, cJSON **out,
                   struct sn_err *err)
 {
     const char *end = NULL;
+    size_t line, col;
+    *out = NULL;
+    /* cJSON keeps strings NUL-terminated: a raw NUL byte would end the text early and an
+    ** escaped U+0000 would cut a string short, both silently. Refuse them, positioned. */
+    const char *nul = memchr(text, 0, len);
+    if (nul) {
+        json_pos(text, len, (size_t)(nul - text), &line, &col);
+        return sn_err_set(err, SN_E_FORMAT, "%s:%zu:%zu: NUL byte in JSON text (byte %zu)",
+                          name, line, col, (size_t)(nul - text));
+    }
+    size_t esc = sn_json_nul_escape(text, len);
+    if (esc != (size_t)-1) {
+        json_pos(text, len, esc, &line, &col);
+        return sn_err_set(err, SN_E_FORMAT, "%s:%zu:%zu: \\u0000 (NUL) in a JSON string is not "
+                          "supported (strings are NUL-terminated here; it would cut the text)",
+                          name, line, col);
+    }
     *out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (*out)
-        return SN_OK;
+    if (*out) {
+        size_t off = (size_t)(end - text);
+        while (off < len && strchr(" \t\r\n", text[off]))
+            off++;
+        if (off == len)
+            return SN_OK;
+        cJSON_Delete(*out);
+        *out = NULL;
+        json_pos(text, len, off, &line, &col);
+        return sn_err_set(err, SN_E_FORMAT, "%s:%zu:%zu: invalid JSON: text after the end of "
+                          "the value", name, line, col);
+    }
     if (!end)
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory parsing JSON", name);
-    size_t off = (size_t)(end - text), line = 1, col = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (text[i] == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
+    size_t off = (size_t)(end - text);
+    json_pos(text, len, off, &line, &col);
     char near[24] = "";
     size_t k = 0;
     for (size_t i = off; i < len && k < sizeof near - 1 && text[i] != '\n'; i++)
@@ -168,7 +218,10 @@ int sn_recipe_apply_override(cJSON *root, const char *assignment, struct sn_err 
     memcpy(path, assignment, plen);
     path[plen] = '\0';
     const char *value = eq + 1;
-    cJSON *v = cJSON_Parse(value);
+    /* The value must parse whole: "3x" is not the number 3 (cJSON_Parse alone stops after
+    ** the first value and ignores the rest). Not JSON: taken as a string, which a typed getter
+    ** then refuses ("simulate.rounds: expected an integer"). */
+    cJSON *v = cJSON_ParseWithOpts(value, NULL, 1);
     if (!v)
         v = cJSON_CreateString(value); /* not JSON: a bare string such as sim or cpu */
     if (!v)
@@ -208,6 +261,48 @@ int sn_recipe_apply_override(cJSON *root, const char *assignment, struct sn_err 
     }
 }
 
+/* Duplicate keys anywhere in the tree: cJSON keeps both and every getter returns the first, so
+** "the later one wins" in the user's mind and the earlier one in ours. Path: "simulate.rounds". */
+static int check_duplicates(const cJSON *v, struct sn_buf *path, const char *name,
+                            struct sn_err *err)
+{
+    int rc = SN_OK;
+    if (cJSON_IsArray(v)) {
+        size_t i = 0, len = path->len;
+        for (const cJSON *c = v->child; !rc && c; c = c->next, i++) {
+            rc = sn_buf_printf(path, err, "[%zu]", i);
+            if (!rc)
+                rc = check_duplicates(c, path, name, err);
+            path->len = len;
+        }
+        return rc;
+    }
+    if (!cJSON_IsObject(v))
+        return SN_OK;
+    struct sn_strmap seen = {0};
+    size_t len = path->len;
+    for (const cJSON *c = v->child; !rc && c; c = c->next) {
+        bool added = false;
+        rc = sn_strmap_put(&seen, c->string, strlen(c->string), 0, &added, err);
+        if (!rc)
+            rc = sn_buf_printf(path, err, "%s%s", len ? "." : "", c->string);
+        if (!rc && !added)
+            rc = sn_err_set(err, SN_E_ARG, "%s: duplicate key '%s' (the recipe must name each "
+                            "key once)", name, path->data);
+        if (!rc)
+            rc = check_duplicates(c, path, name, err);
+        path->len = len;
+        if (path->data)
+            path->data[len] = '\0';
+    }
+    sn_strmap_free(&seen);
+    return rc;
+}
+
+/* The sections of a recipe (docs/formats.md#recipe); each stage checks the keys inside its own. */
+static const char *const recipe_sections[] = {"simulate", "build", "train", "export", "eval",
+                                              "out_dir", NULL};
+
 int sn_recipe_load(const char *path, const char *const *overrides, size_t n_overrides,
                    cJSON **out, struct sn_err *err)
 {
@@ -222,6 +317,13 @@ int sn_recipe_load(const char *path, const char *const *overrides, size_t n_over
             cJSON_Delete(root);
             return sn_err_set(err, SN_E_FORMAT, "%s: a recipe must be a JSON object", path);
         }
+        struct sn_buf kp = {0};
+        rc = check_duplicates(root, &kp, path, err);
+        sn_buf_free(&kp);
+        if (rc) {
+            cJSON_Delete(root);
+            return rc;
+        }
     } else {
         root = cJSON_CreateObject();
         if (!root)
@@ -233,6 +335,11 @@ int sn_recipe_load(const char *path, const char *const *overrides, size_t n_over
             cJSON_Delete(root);
             return rc;
         }
+    }
+    rc = sn_recipe_check_keys(root, "", recipe_sections, err);
+    if (rc) {
+        cJSON_Delete(root);
+        return rc;
     }
     *out = root;
     return SN_OK;

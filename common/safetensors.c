@@ -210,12 +210,18 @@ static int parse_tensor(struct sn_st_file *f, const cJSON *ent, struct sn_st_ten
     int d = 0;
     for (const cJSON *e = sh->child; e; e = e->next, d++) {
         uint64_t v;
+        if (cJSON_IsNumber(e) && e->valuedouble > ST_MAX_JSON_INT &&
+            floor(e->valuedouble) == e->valuedouble)
+            return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s': shape[%d] = %.17g overflows "
+                              "(a dimension must be below 2^53)", p, name, d, e->valuedouble);
         if (!json_uint(e, &v))
             return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s': shape[%d] is not a "
                               "non-negative integer", p, name, d);
         t->shape[d] = (int64_t)v;
         if (v > SIZE_MAX || !sn_mul_ok(n_el, (size_t)v, &n_el))
-            return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s': shape overflows", p, name);
+            return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s': shape overflows: the product "
+                              "of its dimensions up to shape[%d] = %" PRIu64 " exceeds %zu "
+                              "elements", p, name, d, v, (size_t)SIZE_MAX);
     }
     t->n_elements = n_el;
     size_t nbytes;

@@ -53,3 +53,22 @@ char *sn_path_join_new(const char *dir, const char *name)
         snprintf(p, n, "%s/%s", dir, name);
     return p;
 }
+
+bool sn_parse_u64(const char *s, size_t n, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!s || !n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false; /* overflow */
+        v = v * 10 + d;
+    }
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}

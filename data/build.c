@@ -9,38 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Every text the builder may use; `where` names the first bad one. */
-static bool utf8_all_valid(const struct sn_traj *t, char *where, size_t n)
-{
-    if (!sn_utf8_valid_str(t->question)) {
-        snprintf(where, n, "question");
-        return false;
-    }
-    if (!sn_utf8_valid_str(t->gold_explanation) || !sn_utf8_valid_str(t->gold)) {
-        snprintf(where, n, sn_utf8_valid_str(t->gold) ? "gold_explanation" : "gold");
-        return false;
-    }
-    for (size_t i = 0; i < t->n_options; i++)
-        if (!sn_utf8_valid_str(t->options[i])) {
-            snprintf(where, n, "options[%zu]", i);
-            return false;
-        }
-    for (size_t r = 0; r < t->n_rounds; r++)
-        for (size_t k = 0; k < t->rounds[r].n_msgs; k++) {
-            const struct sn_traj_msg *m = &t->rounds[r].msgs[k];
-            if (!sn_utf8_valid_str(m->text) || !sn_utf8_valid_str(m->answer)) {
-                snprintf(where, n, "rounds[%zu][%zu].text", r, k);
-                return false;
-            }
-            for (size_t d = 0; d < m->n_deliveries; d++)
-                if (!sn_utf8_valid_str(m->deliveries[d].text)) {
-                    snprintf(where, n, "rounds[%zu][%zu].deliveries[%zu].text", r, k, d);
-                    return false;
-                }
-        }
-    return true;
-}
-
 struct sn_build_params sn_build_default_params(void)
 {
     struct sn_build_params p;
@@ -148,7 +116,6 @@ static cJSON *make_settings(const struct sn_build_params *p, char **paths, size_
 int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *rep,
                     struct sn_err *err)
 {
-    static const char *const suffixes[] = {".jsonl", ".jsonl.gz", NULL};
     struct build bd;
     char **paths = NULL;
     size_t n_paths = 0;
@@ -163,10 +130,11 @@ int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *rep
     if (p->max_len < 2 * SN_TEMPLATE_MIN_RESPONSE || p->max_len > ((size_t)1 << 24))
         return sn_err_set(err, SN_E_ARG, "build: max_len %zu is out of range (%d..16777216)",
                           p->max_len, 2 * SN_TEMPLATE_MIN_RESPONSE);
-    int rc = sn_paths_expand(p->inputs, p->n_inputs, suffixes, &paths, &n_paths, err);
-    if (!rc && !n_paths)
-        rc = sn_err_set(err, SN_E_ARG, "build: no trajectory files (*.jsonl, *.jsonl.gz) in the "
-                        "inputs");
+    size_t n_errors_files = 0;
+    int rc = sn_traj_paths(p->inputs, p->n_inputs, &paths, &n_paths, &n_errors_files, err);
+    if (!rc && n_errors_files)
+        SN_WARN("build: skipping %zu errors-*.jsonl file(s) in the inputs (debates simulate "
+                "could not finish; re-run simulate to retry them)", n_errors_files);
     if (!rc)
         rc = sn_tokenizer_open(p->tokenizer_path, &bd.tok, err);
     if (!rc)
@@ -226,7 +194,7 @@ int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *rep
             ** for a response skip the whole trajectory, decided before the split and de-dup so
             ** a resumed build sees the same stream. */
             char where[160];
-            if (!utf8_all_valid(t, where, sizeof where)) {
+            if (!sn_traj_utf8_valid(t, where, sizeof where)) {
                 if (!p->skip_bad) {
                     rc = sn_err_set(err, SN_E_FORMAT, "%s: trajectory '%s': %s: invalid UTF-8 "
                                     "(--skip-bad skips such trajectories)",

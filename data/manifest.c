@@ -105,6 +105,28 @@ int sn_manifest_load(const char *path, struct sn_manifest **out, struct sn_err *
         m->counts[s->split] += s->count;
         m->n_shards = ++k;
     }
+    /* The totals must be the sum of the shard list: a manifest whose counts lie would make
+    ** `train` size its epochs (and `inspect` report) from numbers no shard holds. */
+    const cJSON *counts = cJSON_GetObjectItemCaseSensitive(j, "counts");
+    int64_t total = 0;
+    for (int sp = 0; sp < SN_SPLIT_COUNT; sp++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(counts, sn_shard_split_names[sp]);
+        total += m->counts[sp];
+        if (counts && (!cJSON_IsNumber(v) || v->valuedouble != (double)m->counts[sp])) {
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: counts.%s = %.0f but the shards listed hold "
+                            "%" PRId64 " %s tuples", file, sn_shard_split_names[sp],
+                            cJSON_IsNumber(v) ? v->valuedouble : -1.0, m->counts[sp],
+                            sn_shard_split_names[sp]);
+            goto done;
+        }
+    }
+    const cJSON *tv = cJSON_GetObjectItemCaseSensitive(counts, "total");
+    if (counts && tv && (!cJSON_IsNumber(tv) || tv->valuedouble != (double)total)) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: counts.total = %.0f but the shards listed hold "
+                        "%" PRId64 " tuples", file, cJSON_IsNumber(tv) ? tv->valuedouble : -1.0,
+                        total);
+        goto done;
+    }
 done:
     sn_free(file);
     if (rc) {
@@ -150,6 +172,30 @@ int sn_manifest_verify(const struct sn_manifest *m, struct sn_err *err)
             rc = sn_err_set(err, SN_E_FORMAT, "%s: SHA-256 %.16s… does not match the manifest's "
                             "%.16s…; the file changed after it was written", p, hex,
                             m->shards[i].sha256);
+        /* The bytes are the ones written; now the manifest's word about them: count, split,
+        ** index and tokenizer must be what the shard's own attributes say. */
+        const cJSON *th = cJSON_GetObjectItemCaseSensitive(m->json, "tokenizer_hash");
+        struct sn_shard_reader_params rp = sn_shard_reader_default_params();
+        struct sn_shard_reader *r = NULL;
+        rp.tokenizer_hash = cJSON_IsString(th) ? th->valuestring : NULL;
+        if (!rc)
+            rc = sn_shard_reader_open(p, &rp, &r, err);
+        if (!rc) {
+            const struct sn_shard_info *in = sn_shard_reader_info(r);
+            const struct sn_manifest_shard *ms = &m->shards[i];
+            if ((int64_t)sn_shard_reader_count(r) != ms->count)
+                rc = sn_err_set(err, SN_E_FORMAT, "%s: the manifest lists %" PRId64 " tuples, "
+                                "the shard holds %zu", p, ms->count, sn_shard_reader_count(r));
+            else if (in->split != ms->split || in->shard_index != ms->index)
+                rc = sn_err_set(err, SN_E_FORMAT, "%s: the manifest lists it as %s shard %"
+                                PRId64 ", the shard says %s shard %" PRId64, p,
+                                sn_shard_split_names[ms->split], ms->index,
+                                sn_shard_split_names[in->split], in->shard_index);
+            else if (!cJSON_IsString(th))
+                rc = sn_err_set(err, SN_E_FORMAT, "%s: the manifest has no tokenizer_hash "
+                                "(the shards say %s)", p, in->tokenizer_hash);
+        }
+        sn_shard_reader_close(r);
         sn_free(p);
         if (rc)
             return rc;

@@ -3,6 +3,7 @@
 ** read by data/datasets.c, the built-in generator lives in data/synthetic.c. */
 #include "data/question.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,6 +139,9 @@ int sn_qset_load(const cJSON *spec, const char *where, size_t limit, struct sn_q
                           where, kind);
     if (n < 0)
         return sn_err_set(err, SN_E_ARG, "recipe: '%s.n' must be >= 0", where);
+    if (n > SN_QSET_MAX_N) /* bound before anything is sized by it */
+        return sn_err_set(err, SN_E_ARG, "recipe: '%s.n' = %" PRId64 " exceeds the bound of %d "
+                          "questions", where, n, SN_QSET_MAX_N);
     const cJSON *subjects = cJSON_GetObjectItemCaseSensitive(spec, "subjects");
     if (subjects && !cJSON_IsString(subjects) && !cJSON_IsArray(subjects))
         return sn_err_set(err, SN_E_ARG, "recipe: '%s.subjects' must be a string or a list "

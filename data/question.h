@@ -18,6 +18,9 @@
 
 #define SN_ANSWER_MAX 32 /* normal-form answers fit in this many bytes including the NUL */
 #define SN_OPTIONS_MAX 26
+/* The most questions one dataset spec may ask for (`n`): every question is held in memory and
+** each becomes at least one debate of many LLM calls, so a larger n is a typo, not a plan. */
+#define SN_QSET_MAX_N 1000000
 
 struct sn_question {
     char  *id;               /* unique within the dataset, e.g. "mmlu-anatomy-00012" */

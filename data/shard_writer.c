@@ -160,20 +160,30 @@ int sn_shard_writer_add(struct sn_shard_writer *w, const struct sn_shard_tuple *
     return SN_OK;
 }
 
-static int write_file(struct sn_shard_writer *w, const char *tmp, struct sn_err *err)
+/* The shard is built by HDF5 in memory (the "core" driver without a backing store) and its
+** image is then written by sn_atomic_write, whose every write, fsync and close is checked and
+** which removes its temp file on failure. HDF5 never writes to disk itself: when its own
+** H5Fclose failed on a full disk, the file stayed half-closed in HDF5's tables and the library's
+** exit handler crashed on it. The image is *image (sn_free), its size *n. */
+static int write_file(struct sn_shard_writer *w, const char *tmp, void **image, size_t *n_image,
+                      struct sn_err *err)
 {
     const struct sn_shard_info *in = &w->p.info;
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), gcpl = H5Pcreate(H5P_GROUP_CREATE), file = -1;
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     hid_t st = sn_h5_vlen_str_type();
     const char **ptrs = NULL;
     int rc = SN_OK;
-    if (fcpl < 0 || gcpl < 0 || st < 0 || H5Pset_obj_track_times(gcpl, 0) < 0) {
+    *image = NULL;
+    *n_image = 0;
+    if (fcpl < 0 || gcpl < 0 || fapl < 0 || st < 0 || H5Pset_obj_track_times(gcpl, 0) < 0 ||
+        H5Pset_fapl_core(fapl, (size_t)1 << 20, 0) < 0) {
         rc = sn_h5_fail(err, tmp, "property lists");
         goto done;
     }
     /* The root group's object header follows the fcpl; no timestamps there either. */
     H5Pset_obj_track_times(fcpl, 0);
-    file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
     if (file < 0) {
         rc = sn_h5_fail(err, tmp, "create");
         goto done;
@@ -227,10 +237,36 @@ static int write_file(struct sn_shard_writer *w, const char *tmp, struct sn_err 
         if (rc)
             goto done;
     }
+    if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) {
+        rc = sn_h5_fail(err, tmp, "flush");
+        goto done;
+    }
+    ssize_t size = H5Fget_file_image(file, NULL, 0);
+    if (size <= 0) {
+        rc = sn_h5_fail(err, tmp, "file image");
+        goto done;
+    }
+    *image = sn_malloc((size_t)size);
+    if (!*image) {
+        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory for a %zd-byte shard", tmp, size);
+        goto done;
+    }
+    if (H5Fget_file_image(file, *image, (size_t)size) != size) {
+        rc = sn_h5_fail(err, tmp, "file image");
+        goto done;
+    }
+    *n_image = (size_t)size;
 done:
     sn_free(ptrs);
     if (file >= 0 && H5Fclose(file) < 0 && !rc)
         rc = sn_h5_fail(err, tmp, "close");
+    if (rc) {
+        sn_free(*image);
+        *image = NULL;
+        *n_image = 0;
+    }
+    if (fapl >= 0)
+        H5Pclose(fapl);
     if (st >= 0)
         H5Tclose(st);
     if (gcpl >= 0)
@@ -243,25 +279,15 @@ done:
 int sn_shard_writer_commit(struct sn_shard_writer *w, char sha256_hex[65], struct sn_err *err)
 {
     sn_h5_quiet();
-    size_t n = strlen(w->path) + 32;
-    char *tmp = sn_malloc(n);
-    int rc = SN_OK;
-    if (!tmp) {
-        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", w->path);
-        goto done;
-    }
-    snprintf(tmp, n, "%s.tmp.%ld", w->path, (long)getpid());
-    rc = write_file(w, tmp, err);
-    if (!rc)
-        rc = sn_fsync_path(tmp, err);
+    void *image = NULL;
+    size_t n = 0;
+    int rc = write_file(w, w->path, &image, &n, err);
     if (!rc && sha256_hex)
-        rc = sn_sha256_file(tmp, sha256_hex, err);
+        sn_sha256_hex(image, n, sha256_hex); /* the very bytes that go to disk */
     if (!rc)
-        rc = sn_rename_durable(tmp, w->path, err);
-    if (rc)
-        unlink(tmp);
-done:
-    sn_free(tmp);
+        rc = sn_atomic_write(w->path, image, n, err); /* temp, fsync, rename; temp removed on
+                                                      ** failure (a full disk names ENOSPC) */
+    sn_free(image);
     sn_shard_writer_abort(w);
     return rc;
 }

@@ -613,6 +613,17 @@ static int parse_at(const char *json, size_t len, struct ctx *c, struct sn_traj 
 {
     struct sn_err *err = c->err;
     *out = NULL;
+    /* Texts are carried as C strings from here on (cJSON, shards, prompts): a NUL would cut
+    ** them silently. Refused, positioned. (Invalid UTF-8 is named by field: sn_traj_utf8_valid.) */
+    size_t bad;
+    const char *nul = memchr(json, 0, len);
+    if (nul)
+        return sn_err_set(err, SN_E_FORMAT, "%s: NUL byte at column %zu (not valid JSON text)",
+                          WHERE(c), (size_t)(nul - json) + 1);
+    if ((bad = sn_json_nul_escape(json, len)) != (size_t)-1)
+        return sn_err_set(err, SN_E_FORMAT, "%s: \\u0000 (U+0000) at column %zu: texts holding "
+                          "U+0000 are not supported (they would be cut at it)", WHERE(c),
+                          bad + 1);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!root) {
@@ -795,6 +806,11 @@ int sn_traj_reader_next(struct sn_traj_reader *r, struct sn_traj **out, struct s
 uint64_t sn_traj_reader_n_ok(const struct sn_traj_reader *r) { return r->n_ok; }
 uint64_t sn_traj_reader_n_skipped(const struct sn_traj_reader *r) { return r->n_skipped; }
 const char *sn_traj_reader_first_skip(const struct sn_traj_reader *r) { return r->first_skip; }
+uint64_t sn_traj_reader_lineno(const struct sn_traj_reader *r)
+{
+    return sn_lines_lineno(r->lines);
+}
+
 const char *sn_traj_reader_path(const struct sn_traj_reader *r)
 {
     return sn_lines_path(r->lines);
@@ -1073,3 +1089,82 @@ int sn_traj_write(const struct sn_traj_out *t, struct sn_buf *out, struct sn_err
     PUTS("}");
     return SN_OK;
 }
+
+/* ---- the files of a run directory --------------------------------------------------------- */
+
+static bool is_errors_file(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strncmp(base, "errors-", 7) == 0;
+}
+
+int sn_traj_paths(const char *const *inputs, size_t n_inputs, char ***out, size_t *n_out,
+                  size_t *n_errors_files, struct sn_err *err)
+{
+    static const char *const suffixes[] = {".jsonl", ".jsonl.gz", NULL};
+    char **paths = NULL;
+    size_t n = 0, w = 0, n_err = 0;
+    *out = NULL;
+    *n_out = 0;
+    if (n_errors_files)
+        *n_errors_files = 0;
+    int rc = sn_paths_expand(inputs, n_inputs, suffixes, &paths, &n, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        bool named = false;
+        for (size_t k = 0; k < n_inputs && !named; k++)
+            named = strcmp(paths[i], inputs[k]) == 0;
+        if (!named && is_errors_file(paths[i])) {
+            n_err++;
+            sn_free(paths[i]);
+        } else {
+            paths[w++] = paths[i];
+        }
+    }
+    if (!w) {
+        sn_paths_free(paths, w);
+        return sn_err_set(err, SN_E_ARG, "no trajectory files (*.jsonl, *.jsonl.gz) in %s%s%s",
+                          n_inputs ? inputs[0] : "the inputs", n_inputs > 1 ? " and the other "
+                          "inputs" : "", n_err ? " (only simulate's errors files, which list "
+                          "failed debates)" : "");
+    }
+    *out = paths;
+    *n_out = w;
+    if (n_errors_files)
+        *n_errors_files = n_err;
+    return SN_OK;
+}
+
+bool sn_traj_utf8_valid(const struct sn_traj *t, char *where, size_t n)
+{
+    if (!sn_utf8_valid_str(t->question)) {
+        snprintf(where, n, "question");
+        return false;
+    }
+    if (!sn_utf8_valid_str(t->gold_explanation) || !sn_utf8_valid_str(t->gold)) {
+        snprintf(where, n, sn_utf8_valid_str(t->gold) ? "gold_explanation" : "gold");
+        return false;
+    }
+    for (size_t i = 0; i < t->n_options; i++)
+        if (!sn_utf8_valid_str(t->options[i])) {
+            snprintf(where, n, "options[%zu]", i);
+            return false;
+        }
+    for (size_t r = 0; r < t->n_rounds; r++)
+        for (size_t k = 0; k < t->rounds[r].n_msgs; k++) {
+            const struct sn_traj_msg *m = &t->rounds[r].msgs[k];
+            if (!sn_utf8_valid_str(m->text) || !sn_utf8_valid_str(m->answer)) {
+                snprintf(where, n, "rounds[%zu][%zu].text", r, k);
+                return false;
+            }
+            for (size_t d = 0; d < m->n_deliveries; d++)
+                if (!sn_utf8_valid_str(m->deliveries[d].text)) {
+                    snprintf(where, n, "rounds[%zu][%zu].deliveries[%zu].text", r, k, d);
+                    return false;
+                }
+        }
+    return true;
+}
+

@@ -106,6 +106,10 @@ struct sn_traj {
 int  sn_traj_parse(const char *json, size_t len, const char *where, struct sn_traj **out,
                    struct sn_err *err);
 void sn_traj_free(struct sn_traj *t); /* NULL is fine */
+/* Whether every text of t (question, gold, options, messages, deliveries) is valid UTF-8; on
+** false `where` names the first bad field ("rounds[0][2].text"). The parser keeps raw bytes, so
+** each reader that uses texts (build, stats, inspect) asks this and reports the field. */
+bool sn_traj_utf8_valid(const struct sn_traj *t, char *where, size_t n);
 
 /* Agent `agent`'s message in round t, or NULL when it did not speak (or t/agent out of
 ** range). Borrowed from t. */
@@ -113,6 +117,15 @@ const struct sn_traj_msg *sn_traj_msg_of(const struct sn_traj *t, size_t round, 
 /* A label's value as text (strings as is, numbers/bools printed into buf), or NULL when the
 ** trajectory has no such label. buf must hold at least 64 bytes for non-strings. */
 const char *sn_traj_label(const struct sn_traj *t, const char *key, char *buf, size_t buf_size);
+
+/* The trajectory files of inputs (files, or run directories searched for *.jsonl and
+** *.jsonl.gz). A run directory also holds simulate's errors-<i>of<n>.jsonl (failed debates,
+** not trajectories): those found in a directory are left out and counted in *n_errors_files
+** (may be NULL) so the caller can mention them; a file named on its own is always taken.
+** No trajectory file at all is SN_E_ARG "no trajectory files (*.jsonl, *.jsonl.gz) in DIR".
+** Free with sn_paths_free. */
+int  sn_traj_paths(const char *const *inputs, size_t n_inputs, char ***out, size_t *n_out,
+                   size_t *n_errors_files, struct sn_err *err);
 
 struct sn_traj_reader;
 struct sn_traj_reader_params {
@@ -132,6 +145,8 @@ uint64_t    sn_traj_reader_n_skipped(const struct sn_traj_reader *r);
 /* The first skipped line's error ("" when none). Borrowed, valid until close. */
 const char *sn_traj_reader_first_skip(const struct sn_traj_reader *r);
 const char *sn_traj_reader_path(const struct sn_traj_reader *r);
+/* The line of the trajectory last returned (counts from 1). */
+uint64_t    sn_traj_reader_lineno(const struct sn_traj_reader *r);
 void sn_traj_reader_close(struct sn_traj_reader *r); /* NULL is fine */
 
 /* ---- writing ------------------------------------------------------------------------------ */

@@ -120,4 +120,14 @@ struct sn_llm_kind {
 int sn_llm_backend_open_with(const cJSON *config, const struct sn_llm_kind *kinds, size_t n_kinds,
                              struct sn_llm_backend **out, struct sn_err *err);
 
+/* Redacts credentials in the NUL-terminated text s (buffer of cap bytes) in place, for every
+** message, log line and file that may quote a request or a server's echo of it: the value
+** after an HTTP authorization scheme ("Basic", "Bearer"), of api-key style
+** headers and fields ("api-key", "x-api-key", "api_key", "apikey", "Authorization"), the
+** userinfo of a URL ("http://user:pass@host" -> "http://[redacted]@host") and secret query
+** parameters ("?key=", "&api_key=", "&token=", "&access_token=", "&sig=", ...). Each secret
+** becomes "[redacted]"; text that no longer fits in cap is cut at the end. Returns how many
+** were redacted. */
+size_t sn_llm_redact(char *s, size_t cap);
+
 #endif

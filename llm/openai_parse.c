@@ -45,6 +45,7 @@ void sn_openai_sanitize(const char *src, size_t len, const char *secret, char *o
         o += 3;
     }
     out[o] = '\0';
+    sn_llm_redact(out, out_n); /* credentials a server echoed back in any form */
 }
 
 /* A string member, or NULL. */
@@ -215,6 +216,21 @@ enum sn_openai_parse sn_openai_parse_reply(const char *body, size_t len, struct 
     if (nomem) {
         snprintf(why, why_n, "out of memory copying the reply text");
         rc = SN_OPENAI_PARSE_REJECTED;
+        sn_llm_reply_free(&r);
+        goto done;
+    }
+    /* The text travels as a C string into UTF-8 JSON files: a U+0000 would cut it silently and
+    ** invalid UTF-8 would make the trajectory invalid JSON text. Refused (and retried: a
+    ** sampled reply may come back clean), never recorded cut or raw. */
+    size_t bad;
+    if (sn_json_nul_escape(body, len) != (size_t)-1 || memchr(body, 0, len)) {
+        snprintf(why, why_n, "reply holds U+0000 (NUL), which would cut the text");
+        sn_llm_reply_free(&r);
+        goto done;
+    }
+    if (!sn_utf8_valid(text, strlen(text), &bad) ||
+        (refusal && !sn_utf8_valid(refusal, strlen(refusal), &bad))) {
+        snprintf(why, why_n, "reply text is not valid UTF-8 (byte %zu of the text)", bad);
         sn_llm_reply_free(&r);
         goto done;
     }

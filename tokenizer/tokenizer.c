@@ -1363,6 +1363,14 @@ static int load_model(struct sn_tokenizer *tok, const cJSON *root, const char *p
                                                                              c, n)))
                 return sn_err_set(err, SN_E_FORMAT, "%s: added token \"%s\" (id %d) duplicates "
                                   "another added token's id or content", path, c, (int)id);
+        /* The same id in model.vocab must be the same token: one id, two strings would make
+        ** encode and decode disagree (a shard's ids would decode to another text). */
+        if (tok->tok_len[id] != UINT32_MAX && !tok->tok_added[id] &&
+            (tok->tok_len[id] != n || memcmp(tok->arena + tok->tok_off[id], c, n)))
+            return sn_err_set(err, SN_E_FORMAT, "%s: added token \"%s\" has id %d, which "
+                              "model.vocab gives to a different token \"%.*s\"", path, c,
+                              (int)id, (int)(tok->tok_len[id] > 64 ? 64 : tok->tok_len[id]),
+                              tok->arena + tok->tok_off[id]);
         tok->added[j].text = sn_strdup(c);
         if (!tok->added[j].text)
             return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);

@@ -178,34 +178,15 @@ static int check_tail(const char *path, long long good_end, long long size, stru
     return rc;
 }
 
-/* Rewrites path atomically with its first n bytes. */
-static int truncate_atomic(const char *path, long long n, struct sn_err *err)
+/* Cuts path to its first n bytes in place. truncate(2) is one step (a kill leaves the file
+** whole or cut) and, unlike a rewrite into a copy, needs no free space: a resume on a full disk
+** must not fail here for the very reason it stopped before. */
+static int truncate_tail(const char *path, long long n, struct sn_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
-    struct sn_atomic_file *a;
-    int rc = sn_atomic_open(path, &a, err);
-    if (rc) {
-        fclose(f);
-        return rc;
-    }
-    char buf[1 << 16];
-    long long left = n;
-    while (left > 0 && !rc) {
-        size_t want = left < (long long)sizeof buf ? (size_t)left : sizeof buf;
-        size_t got = fread(buf, 1, want, f);
-        if (got != want || fwrite(buf, 1, got, sn_atomic_stream(a)) != got)
-            rc = sn_err_set(err, SN_E_IO, "%s: copy failed while dropping the partial tail",
-                            path);
-        left -= (long long)got;
-    }
-    fclose(f);
-    if (rc) {
-        sn_atomic_abort(a);
-        return rc;
-    }
-    return sn_atomic_commit(a, err);
+    if (truncate(path, (off_t)n) != 0)
+        return sn_err_set(err, SN_E_IO, "%s: cannot drop the partial tail: %s", path,
+                          strerror(errno));
+    return sn_fsync_path(path, err);
 }
 
 /* ---- gzip member writer ---- */
@@ -241,6 +222,8 @@ static int gz_member(const char *data, size_t n, struct sn_buf *out, struct sn_e
 
 /* ---- work ---- */
 
+enum { SN_SIM_MAX_DEBATES = 10000000 }; /* work units of one run (about 200 bytes each) */
+
 struct unit {
     int    x;
     size_t item;
@@ -255,7 +238,9 @@ struct job {
     _Atomic size_t next;
     _Atomic uint64_t done, failed, active, calls, tokens;
     pthread_mutex_t lock;
-    FILE *traj, *errs;
+    int traj_fd;        /* O_APPEND; -1 when not open */
+    off_t traj_end;     /* end of the last complete record */
+    FILE *errs;
     const char *traj_path, *errors_path;
     struct sn_err first_err;
     _Atomic int write_rc;
@@ -271,6 +256,33 @@ static void iso_time(char *out, size_t cap)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Appends one gzip record with write(2), each call checked (stdio would report a failed write
+** only at a later flush). A failed write (a full disk: ENOSPC) cuts the file back to the end of
+** the last complete record, so no partial record is left for the next run to drop, and stops
+** the run with a message naming the file and the cause. Called with J->lock held. */
+static int append_record(struct job *J, const char *data, size_t n)
+{
+    size_t left = n;
+    while (left) {
+        ssize_t k = write(J->traj_fd, data + (n - left), left);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : EIO;
+            bool cut = ftruncate(J->traj_fd, J->traj_end) == 0;
+            J->write_rc = sn_err_set(&J->write_err, SN_E_IO, "%s: write failed: %s; stopped "
+                                     "after %llu debates%s; free space and re-run to continue",
+                                     J->traj_path, strerror(e),
+                                     (unsigned long long)atomic_load(&J->done),
+                                     cut ? " (the partial record was removed)" : "");
+            return J->write_rc;
+        }
+        left -= (size_t)k;
+    }
+    J->traj_end += (off_t)n;
+    return SN_OK;
 }
 
 static void *worker(void *arg)
@@ -302,14 +314,13 @@ static void *worker(void *arg)
             if (rc) { /* our own failure (memory): record as a failed item */
             } else {
                 pthread_mutex_lock(&J->lock);
-                if (fwrite(gz.data, 1, gz.len, J->traj) != gz.len || fflush(J->traj) != 0) {
-                    J->write_rc = sn_err_set(&J->write_err, SN_E_IO, "%s: write failed: %s",
-                                             J->traj_path, strerror(errno));
+                if (append_record(J, gz.data, gz.len)) {
+                    /* stop: the workers see write_rc and take no new debate */
                 } else {
                     atomic_fetch_add(&J->done, 1);
                     double now = sn_now();
                     if (now - J->last_sync > 5.0) { /* bound the loss on power failure */
-                        fsync(fileno(J->traj));
+                        fsync(J->traj_fd);
                         J->last_sync = now;
                     }
                 }
@@ -320,6 +331,7 @@ static void *worker(void *arg)
         /* failure: errors file + counters */
         struct sn_buf e = {0};
         struct sn_err e2 = {0};
+        sn_llm_redact(err.msg, sizeof err.msg); /* no credential reaches the errors file */
         cJSON *o = cJSON_CreateObject();
         char when[32];
         iso_time(when, sizeof when);
@@ -337,11 +349,11 @@ static void *worker(void *arg)
         if (!J->first_err.code)
             J->first_err = err;
         idset_add(&J->failed_ids, u->id, &e2);
-        if (s && J->errs) {
-            fputs(s, J->errs);
-            fputc('\n', J->errs);
-            fflush(J->errs);
-        }
+        if (s && J->errs &&
+            (fputs(s, J->errs) < 0 || fputc('\n', J->errs) == EOF || fflush(J->errs) != 0) &&
+            !J->write_rc) /* a lost failure record would hide the debate from the retry */
+            J->write_rc = sn_err_set(&J->write_err, SN_E_IO, "%s: write failed: %s",
+                                     J->errors_path, strerror(errno));
         atomic_fetch_add(&J->failed, 1);
         pthread_mutex_unlock(&J->lock);
         cJSON_free(s);
@@ -444,7 +456,7 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
         return sn_err_set(err, SN_E_ARG, "simulate: shard %d/%d: need 0 <= i < n", p->shard_index,
                           p->shard_count);
     struct run R = {.p = p};
-    struct job J = {0};
+    struct job J = {.traj_fd = -1};
     int rc = sn_sim_run_setup(&R, recipe, err);
     if (rc) {
         sn_sim_run_free(&R);
@@ -488,7 +500,7 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
             SN_WARN("%s: dropping %lld bytes after the last complete record (an interrupted "
                     "run); %llu records kept", rep->traj_path, size - good_end,
                     (unsigned long long)n_lines);
-            rc = truncate_atomic(rep->traj_path, good_end, err);
+            rc = truncate_tail(rep->traj_path, good_end, err);
             if (!rc) { /* the ids were counted from complete lines before the cut only */
                 idset_free(&done);
                 rc = scan_existing(rep->traj_path, &done, &n_lines, &good_end, &size, err);
@@ -496,9 +508,21 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
         }
     }
     /* work list */
+    /* Bounded before it sizes an allocation: questions (<= SN_QSET_MAX_N each) times
+    ** replicates over all experiments. */
     size_t cap = 0;
-    for (int i = 0; !rc && i < R.n_xs; i++)
-        cap += R.qsets[i]->n * (size_t)R.xs[i].replicates;
+    for (int i = 0; !rc && i < R.n_xs; i++) {
+        size_t k;
+        if (!sn_mul_ok(R.qsets[i]->n, (size_t)R.xs[i].replicates, &k) ||
+            k > SN_SIM_MAX_DEBATES - cap)
+            rc = sn_err_set(err, SN_E_ARG, "recipe: simulate.experiments[%d] ('%s'): %zu "
+                            "questions x %d replicates brings the run past the bound of %d "
+                            "debates; lower dataset.n or replicates, or split the recipe", i,
+                            R.xs[i].name, R.qsets[i]->n, R.xs[i].replicates,
+                            SN_SIM_MAX_DEBATES);
+        else
+            cap += k;
+    }
     J.units = rc ? NULL : sn_calloc(cap ? cap : 1, sizeof *J.units);
     if (!rc && !J.units)
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory for %zu work units", cap);
@@ -521,8 +545,10 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
             }
     }
     if (!rc) {
-        J.traj = fopen(rep->traj_path, "ab");
-        if (!J.traj)
+        J.traj_fd = open(rep->traj_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (J.traj_fd < 0)
+            rc = sn_err_set(err, SN_E_IO, "%s: %s", rep->traj_path, strerror(errno));
+        else if ((J.traj_end = lseek(J.traj_fd, 0, SEEK_END)) < 0)
             rc = sn_err_set(err, SN_E_IO, "%s: %s", rep->traj_path, strerror(errno));
     }
     if (!rc) {
@@ -630,22 +656,21 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
         }
         pthread_mutex_destroy(&J.lock);
     }
-    if (J.traj) {
-        if (fflush(J.traj) != 0 || fsync(fileno(J.traj)) != 0) {
-            if (!rc)
-                rc = sn_err_set(err, SN_E_IO, "%s: flush failed: %s", rep->traj_path,
-                                strerror(errno));
-        }
-        fclose(J.traj);
-    }
-    if (J.errs)
-        fclose(J.errs);
-    if (!rc && J.write_rc) {
+    if (!rc && J.write_rc) { /* the root cause first: a full disk names ENOSPC */
         *err = J.write_err;
         rc = J.write_rc;
     }
+    if (J.traj_fd >= 0) {
+        if (fsync(J.traj_fd) != 0 && !rc)
+            rc = sn_err_set(err, SN_E_IO, "fsync %s: %s", rep->traj_path, strerror(errno));
+        if (close(J.traj_fd) != 0 && !rc)
+            rc = sn_err_set(err, SN_E_IO, "%s: close failed: %s", rep->traj_path,
+                            strerror(errno));
+    }
+    if (J.errs && sn_stream_finish(J.errs, rep->errors_path, err) && !rc)
+        rc = err->code;
     /* the errors file keeps exactly the ids that are not done */
-    if (J.traj || J.errs) {
+    if (J.traj_fd >= 0 || J.errs) {
         struct idset now_done = {0};
         struct sn_err e2 = {0};
         uint64_t nl;

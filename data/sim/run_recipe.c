@@ -413,12 +413,15 @@ int sn_sim_run_setup(struct run *R, const cJSON *recipe, struct sn_err *err)
                                   "'%s' (ids derive from the name: give each a distinct "
                                   "\"name\")", j, i, R->xs[i].name);
     }
-    /* open the endpoints that are used */
+    /* open the endpoints; one that no experiment uses is opened too, so its errors (a bad
+    ** base_url, an unknown key) are not left to the day it is used, then closed */
     for (int i = 0; i < R->n_eps; i++) {
-        if (!R->eps[i].used)
-            continue;
         if ((rc = sn_sim_endpoint_open(R->eps[i].config, &R->eps[i].b, err)))
             return sn_err_wrap(err, "simulate.endpoints.%s", R->eps[i].name);
+        if (!R->eps[i].used) {
+            sn_llm_backend_close(R->eps[i].b);
+            R->eps[i].b = NULL;
+        }
     }
     /* datasets and setups */
     for (int i = 0; i < R->n_xs; i++) {
