@@ -1,10 +1,13 @@
 /* cli/cmd_eval.c: `sentinel eval` (docs/design.md §1; docs/eval.md). Offline replay of recorded
-** debates: every ranker (the baselines, and the runtime detector once it is part of this build)
+** debates: every ranker (the baselines and the runtime detector)
 ** scores what each sentinel received, Algorithm 1 turns the scores into blacklists, and the
 ** figures of docs/eval.md are printed side by side, written as JSON (--json, atomically) and per
-** message as CSV (--items, atomically). */
+** message as CSV (--items, atomically). The runtime detector (--detector, export/export.h) ranks
+** through sn_detect_scorer_ranker, the same (context, response) scorer the simulation's
+** `sentinel` defense takes. */
 #include "cli/cli.h"
 #include "eval/detect.h"
+#include "export/export.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -26,7 +29,10 @@ static void usage(FILE *f)
 "\n"
 "options:\n"
 "  -i, --input PATH        a trajectory file or directory (repeatable; or give them as args)\n"
-"      --detector D.gguf   the runtime detector (not in this build yet: exit 3)\n"
+"      --detector D.gguf   the runtime detector (a GGUF of `sentinel export`): ranked\n"
+"                          beside the baselines, each message scored as R(message ⊕\n"
+"                          context) with the template and settings stored in the file\n"
+"      --threads N         OpenBLAS threads of the detector (default: OpenBLAS's choice)\n"
 "      --baselines LIST    comma-separated: random, shortest, disagree, ngram, judge\n"
 "                          (default random,shortest,disagree, plus ngram with --train-shards\n"
 "                          and judge with --judge-endpoint)\n"
@@ -47,7 +53,7 @@ static void usage(FILE *f)
 "      --quiet             no table on stdout\n"
 "  -h, --help              this help\n"
 "\n"
-"Exit status: 0 ok, 1 failure, 2 usage error, 3 --detector (not in this build yet).\n");
+"Exit status: 0 ok, 1 failure, 2 usage error.\n");
 }
 
 #define MAX_RANKERS 8
@@ -60,8 +66,17 @@ struct ev {
     struct sn_ngram *ngram;
     struct sn_judge *judge;
     struct sn_llm_backend *judge_b;
+    struct sn_detector *det;
+    struct sn_defense_scorer det_scorer; /* borrowed by the "detector" ranker */
     struct sn_buf items;
 };
+
+/* The runtime detector as the (context, response) scorer of data/sim/sim.h. */
+static int detector_score(void *ctx, const char *context, const char *response, float *out,
+                          struct sn_err *err)
+{
+    return sn_detector_score(ctx, context, response, out, err);
+}
 
 static void ev_free(struct ev *e)
 {
@@ -73,6 +88,7 @@ static void ev_free(struct ev *e)
     sn_ngram_free(e->ngram);
     sn_judge_free(e->judge);
     sn_llm_backend_close(e->judge_b);
+    sn_detector_free(e->det);
     sn_buf_free(&e->items);
 }
 
@@ -185,7 +201,8 @@ static int add_ranker(struct ev *e, struct sn_detect_ranker r, bool simple,
 }
 
 static int setup(struct ev *e, const char *list, const char *shards, const char *judge_path,
-                 const struct sn_detect_params *p, struct sn_err *err)
+                 const char *detector, int threads, const struct sn_detect_params *p,
+                 struct sn_err *err)
 {
     char buf[256];
     if (list)
@@ -226,6 +243,15 @@ static int setup(struct ev *e, const char *list, const char *shards, const char 
             if ((rc = sn_detect_baseline(tok, p->seed, &r, err)))
                 return rc;
             rc = add_ranker(e, r, true, p, err);
+        }
+    }
+    if (!rc && detector) {
+        struct sn_detector_params dp = sn_detector_default_params();
+        dp.n_threads = threads;
+        rc = sn_detector_open(detector, &dp, &e->det, err);
+        if (!rc) {
+            e->det_scorer = (struct sn_defense_scorer){detector_score, e->det};
+            rc = add_ranker(e, sn_detect_scorer_ranker(&e->det_scorer), false, p, err);
         }
     }
     if (!rc && e->n == 0)
@@ -296,13 +322,14 @@ int sn_cmd_eval(int argc, char **argv)
         {"bootstrap", required_argument, 0, 'B'},   {"json", required_argument, 0, 'j'},
         {"items", required_argument, 0, 'I'},       {"skip-bad", no_argument, 0, 'S'},
         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
-        {"allow-overlap", no_argument, 0, 'O'},
+        {"allow-overlap", no_argument, 0, 'O'},     {"threads", required_argument, 0, 't'},
         {0, 0, 0, 0}};
     const char *inputs[256];
     size_t n_inputs = 0;
     const char *detector = NULL, *list = NULL, *shards = NULL, *judge = NULL, *json = NULL,
                *items = NULL;
     bool quiet = false, skip_bad = false, allow_overlap = false;
+    int threads = 0;
     struct sn_detect_params p = sn_detect_default_params();
     int c;
     optind = 1;
@@ -332,6 +359,12 @@ int sn_cmd_eval(int argc, char **argv)
             else
                 return sn_cli_usage_error("eval", "--rule: '%s' (all, unlisted)", optarg);
             break;
+        case 't':
+            v = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || v < 1 || v > 1024)
+                return sn_cli_usage_error("eval", "--threads: '%s' is not in [1, 1024]", optarg);
+            threads = (int)v;
+            break;
         case 'k': case 's': case 'B':
             v = strtoll(optarg, &end, 10);
             if (!*optarg || *end || v < (c == 'k' ? 1 : 0) || v > (c == 's' ? LLONG_MAX : 1000000))
@@ -354,10 +387,6 @@ int sn_cmd_eval(int argc, char **argv)
             return sn_cli_usage_error("eval", "too many inputs (at most 256)");
         inputs[n_inputs++] = argv[i];
     }
-    if (detector)
-        return sn_cli_unavailable("eval", "--detector: the runtime detector (export/) is not "
-                                          "part of this build yet; the baselines run without it "
-                                          "(drop --detector)");
     if (!n_inputs)
         return sn_cli_usage_error("eval", "no trajectories (-i TRAJ)");
 
@@ -371,7 +400,7 @@ int sn_cmd_eval(int argc, char **argv)
     static const char *const suffixes[] = {".jsonl.gz", ".jsonl", NULL};
     int rc = sn_paths_expand(inputs, n_inputs, suffixes, &paths, &n_paths, &err);
     if (!rc)
-        rc = setup(&e, list, shards, judge, &p, &err);
+        rc = setup(&e, list, shards, judge, detector, threads, &p, &err);
     if (!rc && items)
         rc = sn_buf_printf(&e.items, &err, "%s\n", sn_detect_items_header());
     if (!rc && shards)
@@ -433,9 +462,9 @@ int sn_cmd_eval(int argc, char **argv)
                    (unsigned long long)sn_judge_calls(e.judge), (unsigned long long)bad,
                    bad ? "; first: " : "", bad ? why : "");
         }
-        if (!rc)
-            printf("\nno detector in this report (--detector is not part of this build yet): "
-                   "the figures above are the baselines'.\n");
+        if (!rc && !detector)
+            printf("\nno detector in this report (no --detector): the figures above are the "
+                   "baselines'.\n");
     }
     if (!rc && json)
         rc = write_json(&e, json, paths, n_paths, n_debates, n_skipped, n_overlap, &err);
