@@ -7,7 +7,6 @@
 ** `sentinel` defense takes. */
 #include "cli/cli.h"
 #include "eval/detect.h"
-#include "export/export.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -66,17 +65,10 @@ struct ev {
     struct sn_ngram *ngram;
     struct sn_judge *judge;
     struct sn_llm_backend *judge_b;
-    struct sn_detector *det;
+    struct sn_cli_scorer *det;
     struct sn_defense_scorer det_scorer; /* borrowed by the "detector" ranker */
     struct sn_buf items;
 };
-
-/* The runtime detector as the (context, response) scorer of data/sim/sim.h. */
-static int detector_score(void *ctx, const char *context, const char *response, float *out,
-                          struct sn_err *err)
-{
-    return sn_detector_score(ctx, context, response, out, err);
-}
 
 static void ev_free(struct ev *e)
 {
@@ -88,7 +80,7 @@ static void ev_free(struct ev *e)
     sn_ngram_free(e->ngram);
     sn_judge_free(e->judge);
     sn_llm_backend_close(e->judge_b);
-    sn_detector_free(e->det);
+    sn_cli_scorer_free(e->det);
     sn_buf_free(&e->items);
 }
 
@@ -201,8 +193,7 @@ static int add_ranker(struct ev *e, struct sn_detect_ranker r, bool simple,
 }
 
 static int setup(struct ev *e, const char *list, const char *shards, const char *judge_path,
-                 const char *detector, int threads, const struct sn_detect_params *p,
-                 struct sn_err *err)
+                 const struct sn_detect_params *p, struct sn_err *err)
 {
     char buf[256];
     if (list)
@@ -245,15 +236,8 @@ static int setup(struct ev *e, const char *list, const char *shards, const char 
             rc = add_ranker(e, r, true, p, err);
         }
     }
-    if (!rc && detector) {
-        struct sn_detector_params dp = sn_detector_default_params();
-        dp.n_threads = threads;
-        rc = sn_detector_open(detector, &dp, &e->det, err);
-        if (!rc) {
-            e->det_scorer = (struct sn_defense_scorer){detector_score, e->det};
-            rc = add_ranker(e, sn_detect_scorer_ranker(&e->det_scorer), false, p, err);
-        }
-    }
+    if (!rc && e->det)
+        rc = add_ranker(e, sn_detect_scorer_ranker(&e->det_scorer), false, p, err);
     if (!rc && e->n == 0)
         rc = sn_err_set(err, SN_E_ARG, "no rankers (--baselines is empty)");
     return rc;
@@ -399,8 +383,18 @@ int sn_cmd_eval(int argc, char **argv)
     struct sn_buf key = {0};
     static const char *const suffixes[] = {".jsonl.gz", ".jsonl", NULL};
     int rc = sn_paths_expand(inputs, n_inputs, suffixes, &paths, &n_paths, &err);
+    /* the detector first: every ranker sees the context it was trained on (the tuple
+    ** builder's, with the history settings stored in its GGUF) */
+    if (!rc && detector) {
+        rc = sn_cli_scorer_open(detector, threads, &e.det, &err);
+        if (!rc) {
+            e.det_scorer = sn_cli_scorer_callback(e.det);
+            p.history_sentences = e.det_scorer.history_sentences;
+            p.history_chars = e.det_scorer.history_chars;
+        }
+    }
     if (!rc)
-        rc = setup(&e, list, shards, judge, detector, threads, &p, &err);
+        rc = setup(&e, list, shards, judge, &p, &err);
     if (!rc && items)
         rc = sn_buf_printf(&e.items, &err, "%s\n", sn_detect_items_header());
     if (!rc && shards)

@@ -226,8 +226,6 @@ int sn_detect_add(struct sn_detect *d, const struct sn_traj *t, struct sn_buf *i
     if (rc)
         return rc;
     struct sn_buf ctx = {0};
-    if ((rc = sn_tuples_task(t, &ctx, err)))
-        return rc;
     if (!rec.n_rounds) {
         sn_buf_free(&ctx);
         return sn_err_set(err, SN_E_FORMAT, "debate %s: no rounds", t->id);
@@ -244,7 +242,16 @@ int sn_detect_add(struct sn_detect *d, const struct sn_traj *t, struct sn_buf *i
     bool   adv[SN_SIM_MAX_AGENTS];
     double sc[SN_SIM_MAX_AGENTS];
     int    snd[SN_SIM_MAX_AGENTS];
+    struct sn_tuples_params tp = sn_tuples_default_params();
+    if (d->p.history_sentences)
+        tp.history_sentences = d->p.history_sentences;
+    if (d->p.history_chars)
+        tp.history_chars = d->p.history_chars;
     for (size_t r = 0; r < t->n_rounds && !rc; r++) {
+        /* the context before round r, as the tuple builder made it for training */
+        sn_buf_reset(&ctx);
+        if ((rc = sn_tuples_context(t, r, &tp, &ctx, err)))
+            break;
         /* Algorithm 1 lines 4-10 for every sentinel */
         for (size_t s = 0; s < n && !rc; s++) {
             if (!((sentinels >> s) & 1))
