@@ -9,6 +9,7 @@
 
 #include "data/question.h"
 #include "data/tuples.h"
+#include "data/vote.h"
 #include "eval/eval.h"
 
 /* per-round counts of one debate */
@@ -128,33 +129,18 @@ static int push_msg(struct sn_detect *d, double s, bool adv, size_t round, struc
     return SN_OK;
 }
 
-/* Plurality over answers[0..n) (NULL = no vote); a tie for the top count is no decision (NULL),
-** the rule that favours no slot (docs/formats.md "Panel decision"). */
+static bool answer_eq(const char *a, const char *b, void *ctx)
+{
+    return sn_answer_equal(a, b, *(const enum sn_task *)ctx);
+}
+
+/* Plurality over answers[0..n) (NULL = no vote) by the one vote of the project (data/vote.h),
+** tie rule none: a tie for the top count is no decision (NULL), the rule that favours no slot
+** (docs/formats.md "Panel decision"). */
 static const char *plurality(const char *const *answers, size_t n, enum sn_task task)
 {
-    const char *best = NULL;
-    int best_c = 0;
-    bool tie = false;
-    for (size_t i = 0; i < n; i++) {
-        if (!answers[i])
-            continue;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = answers[j] && sn_answer_equal(answers[j], answers[i], task);
-        if (seen)
-            continue;
-        int c = 0;
-        for (size_t j = i; j < n; j++)
-            c += answers[j] && sn_answer_equal(answers[j], answers[i], task);
-        if (c > best_c) {
-            best_c = c;
-            best = answers[i];
-            tie = false;
-        } else if (c == best_c) {
-            tie = true;
-        }
-    }
-    return tie ? NULL : best;
+    int w = sn_vote_plurality(answers, n, SN_VOTE_TIE_NONE, 0, answer_eq, &task, NULL);
+    return w >= 0 ? answers[w] : NULL;
 }
 
 static bool in_domain_scenario(const char *s)
