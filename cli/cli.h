@@ -8,6 +8,7 @@
 #ifndef SN_CLI_H
 #define SN_CLI_H
 #include "common/common.h"
+#include "data/sim/sim.h"
 
 enum { SN_EXIT_OK = 0, SN_EXIT_FAIL = 1, SN_EXIT_USAGE = 2, SN_EXIT_UNAVAILABLE = 3 };
 
@@ -33,5 +34,14 @@ int sn_cli_fail(const char *cmd, const struct sn_err *err);
 int sn_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* For subcommands this build does not have: prints why and returns SN_EXIT_UNAVAILABLE. */
 int sn_cli_unavailable(const char *cmd, const char *why);
+
+/* The runtime detector as a thread-safe (context, response) scorer (cli/detector_scorer.c):
+** `sentinel eval --detector` and the simulation's `sentinel` defense. n_threads: OpenBLAS
+** threads (0 = its choice). The callback carries the GGUF's history settings. */
+struct sn_cli_scorer;
+int  sn_cli_scorer_open(const char *path, int n_threads, struct sn_cli_scorer **out,
+                        struct sn_err *err);
+void sn_cli_scorer_free(struct sn_cli_scorer *s); /* NULL is fine */
+struct sn_defense_scorer sn_cli_scorer_callback(struct sn_cli_scorer *s);
 
 #endif

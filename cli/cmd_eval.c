@@ -1,8 +1,10 @@
 /* cli/cmd_eval.c: `sentinel eval` (docs/design.md §1; docs/eval.md). Offline replay of recorded
-** debates: every ranker (the baselines, and the runtime detector once it is part of this build)
+** debates: every ranker (the baselines and the runtime detector)
 ** scores what each sentinel received, Algorithm 1 turns the scores into blacklists, and the
 ** figures of docs/eval.md are printed side by side, written as JSON (--json, atomically) and per
-** message as CSV (--items, atomically). */
+** message as CSV (--items, atomically). The runtime detector (--detector, export/export.h) ranks
+** through sn_detect_scorer_ranker, the same (context, response) scorer the simulation's
+** `sentinel` defense takes. */
 #include "cli/cli.h"
 #include "eval/detect.h"
 
@@ -26,7 +28,10 @@ static void usage(FILE *f)
 "\n"
 "options:\n"
 "  -i, --input PATH        a trajectory file or directory (repeatable; or give them as args)\n"
-"      --detector D.gguf   the runtime detector (not in this build yet: exit 3)\n"
+"      --detector D.gguf   the runtime detector (a GGUF of `sentinel export`): ranked\n"
+"                          beside the baselines, each message scored as R(message ⊕\n"
+"                          context) with the template and settings stored in the file\n"
+"      --threads N         OpenBLAS threads of the detector (default: OpenBLAS's choice)\n"
 "      --baselines LIST    comma-separated: random, shortest, disagree, ngram, judge\n"
 "                          (default random,shortest,disagree, plus ngram with --train-shards\n"
 "                          and judge with --judge-endpoint)\n"
@@ -47,7 +52,7 @@ static void usage(FILE *f)
 "      --quiet             no table on stdout\n"
 "  -h, --help              this help\n"
 "\n"
-"Exit status: 0 ok, 1 failure, 2 usage error, 3 --detector (not in this build yet).\n");
+"Exit status: 0 ok, 1 failure, 2 usage error.\n");
 }
 
 #define MAX_RANKERS 8
@@ -60,6 +65,8 @@ struct ev {
     struct sn_ngram *ngram;
     struct sn_judge *judge;
     struct sn_llm_backend *judge_b;
+    struct sn_cli_scorer *det;
+    struct sn_defense_scorer det_scorer; /* borrowed by the "detector" ranker */
     struct sn_buf items;
 };
 
@@ -73,6 +80,7 @@ static void ev_free(struct ev *e)
     sn_ngram_free(e->ngram);
     sn_judge_free(e->judge);
     sn_llm_backend_close(e->judge_b);
+    sn_cli_scorer_free(e->det);
     sn_buf_free(&e->items);
 }
 
@@ -228,6 +236,8 @@ static int setup(struct ev *e, const char *list, const char *shards, const char 
             rc = add_ranker(e, r, true, p, err);
         }
     }
+    if (!rc && e->det)
+        rc = add_ranker(e, sn_detect_scorer_ranker(&e->det_scorer), false, p, err);
     if (!rc && e->n == 0)
         rc = sn_err_set(err, SN_E_ARG, "no rankers (--baselines is empty)");
     return rc;
@@ -296,13 +306,14 @@ int sn_cmd_eval(int argc, char **argv)
         {"bootstrap", required_argument, 0, 'B'},   {"json", required_argument, 0, 'j'},
         {"items", required_argument, 0, 'I'},       {"skip-bad", no_argument, 0, 'S'},
         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
-        {"allow-overlap", no_argument, 0, 'O'},
+        {"allow-overlap", no_argument, 0, 'O'},     {"threads", required_argument, 0, 't'},
         {0, 0, 0, 0}};
     const char *inputs[256];
     size_t n_inputs = 0;
     const char *detector = NULL, *list = NULL, *shards = NULL, *judge = NULL, *json = NULL,
                *items = NULL;
     bool quiet = false, skip_bad = false, allow_overlap = false;
+    int threads = 0;
     struct sn_detect_params p = sn_detect_default_params();
     int c;
     optind = 1;
@@ -332,6 +343,12 @@ int sn_cmd_eval(int argc, char **argv)
             else
                 return sn_cli_usage_error("eval", "--rule: '%s' (all, unlisted)", optarg);
             break;
+        case 't':
+            v = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || v < 1 || v > 1024)
+                return sn_cli_usage_error("eval", "--threads: '%s' is not in [1, 1024]", optarg);
+            threads = (int)v;
+            break;
         case 'k': case 's': case 'B':
             v = strtoll(optarg, &end, 10);
             if (!*optarg || *end || v < (c == 'k' ? 1 : 0) || v > (c == 's' ? LLONG_MAX : 1000000))
@@ -354,10 +371,6 @@ int sn_cmd_eval(int argc, char **argv)
             return sn_cli_usage_error("eval", "too many inputs (at most 256)");
         inputs[n_inputs++] = argv[i];
     }
-    if (detector)
-        return sn_cli_unavailable("eval", "--detector: the runtime detector (export/) is not "
-                                          "part of this build yet; the baselines run without it "
-                                          "(drop --detector)");
     if (!n_inputs)
         return sn_cli_usage_error("eval", "no trajectories (-i TRAJ)");
 
@@ -370,6 +383,16 @@ int sn_cmd_eval(int argc, char **argv)
     struct sn_buf key = {0};
     static const char *const suffixes[] = {".jsonl.gz", ".jsonl", NULL};
     int rc = sn_paths_expand(inputs, n_inputs, suffixes, &paths, &n_paths, &err);
+    /* the detector first: every ranker sees the context it was trained on (the tuple
+    ** builder's, with the history settings stored in its GGUF) */
+    if (!rc && detector) {
+        rc = sn_cli_scorer_open(detector, threads, &e.det, &err);
+        if (!rc) {
+            e.det_scorer = sn_cli_scorer_callback(e.det);
+            p.history_sentences = e.det_scorer.history_sentences;
+            p.history_chars = e.det_scorer.history_chars;
+        }
+    }
     if (!rc)
         rc = setup(&e, list, shards, judge, &p, &err);
     if (!rc && items)
@@ -433,9 +456,9 @@ int sn_cmd_eval(int argc, char **argv)
                    (unsigned long long)sn_judge_calls(e.judge), (unsigned long long)bad,
                    bad ? "; first: " : "", bad ? why : "");
         }
-        if (!rc)
-            printf("\nno detector in this report (--detector is not part of this build yet): "
-                   "the figures above are the baselines'.\n");
+        if (!rc && !detector)
+            printf("\nno detector in this report (no --detector): the figures above are the "
+                   "baselines'.\n");
     }
     if (!rc && json)
         rc = write_json(&e, json, paths, n_paths, n_debates, n_skipped, n_overlap, &err);

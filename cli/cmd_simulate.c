@@ -1,7 +1,8 @@
 /* cli/cmd_simulate.c: `sentinel simulate` (docs/design.md §1; README.md (CLI reference)): debates
 ** under attack -> trajectories. The work is data/sim/run.c; this file parses options, loads
-** the recipe with --set overrides, and turns SIGINT/SIGTERM into a clean stop (the output stays
-** valid and a re-run continues). */
+** the recipe with --set overrides, turns SIGINT/SIGTERM into a clean stop (the output stays
+** valid and a re-run continues), and opens the runtime detector of a `sentinel` defense
+** (cli/detector_scorer.c; data/ cannot use export/: it hands us the recipe's "detector"). */
 #include "cli/cli.h"
 #include "data/sim/sim.h"
 
@@ -19,6 +20,41 @@ static void on_signal(int sig)
         raise(sig);
     }
     cancel_flag = 1;
+}
+
+/* The detectors of the run's `sentinel` defenses, one per distinct path (each thread-safe). */
+#define MAX_DETECTORS 16
+struct dets {
+    char path[MAX_DETECTORS][1024];
+    struct sn_cli_scorer *s[MAX_DETECTORS];
+    int n;
+};
+
+static int det_open(void *user, const char *path, struct sn_defense_scorer *out,
+                    struct sn_err *err)
+{
+    struct dets *D = user;
+    int i = 0;
+    while (i < D->n && strcmp(D->path[i], path) != 0)
+        i++;
+    if (i == D->n) {
+        if (D->n == MAX_DETECTORS)
+            return sn_err_set(err, SN_E_ARG, "more than %d distinct detectors", MAX_DETECTORS);
+        int rc = sn_cli_scorer_open(path, 0, &D->s[i], err);
+        if (rc)
+            return rc;
+        snprintf(D->path[i], sizeof D->path[i], "%s", path);
+        D->n++;
+    }
+    *out = sn_cli_scorer_callback(D->s[i]);
+    return SN_OK;
+}
+
+static void dets_free(struct dets *D)
+{
+    for (int i = 0; i < D->n; i++)
+        sn_cli_scorer_free(D->s[i]);
+    D->n = 0;
 }
 
 static void usage(FILE *f)
@@ -49,7 +85,8 @@ static void usage(FILE *f)
 "\n"
 "Exit status: 0 all debates written; 1 some debates failed (listed in the errors file; re-run\n"
 "to retry) or the job failed; 2 usage or recipe error. Ctrl-C stops cleanly (a second one\n"
-"kills); re-run to continue. Recipe keys: docs/simulate.md.\n");
+"kills); re-run to continue. Recipe keys: docs/simulate.md. A `sentinel` defense scores with\n"
+"the runtime detector named by its \"detector\" key (a GGUF of `sentinel export`).\n");
 }
 
 int sn_cmd_simulate(int argc, char **argv)
@@ -163,7 +200,11 @@ int sn_cmd_simulate(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     struct sn_simulate_report rep;
+    static struct dets dets; /* large; one simulate per process */
+    p.scorer_open = det_open;
+    p.scorer_user = &dets;
     int rc = sn_simulate_run(recipe, &p, &rep, &err);
+    dets_free(&dets);
     cJSON_Delete(recipe);
     if (rc) {
         status = sn_cli_fail("simulate", &err);

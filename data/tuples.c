@@ -84,19 +84,26 @@ void sn_tuples_hash(const char *const text[SN_FIELD_COUNT], char hex[65])
         snprintf(hex + 2 * i, 3, "%02x", d[i]);
 }
 
-int sn_tuples_task(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err)
+int sn_tuples_task_text(enum sn_task task, const char *question, const char *const *options,
+                        size_t n_options, struct sn_buf *out, struct sn_err *err)
 {
-    int rc = sn_buf_printf(out, err, "Question: %s", t->question ? t->question : "");
-    if (!rc && t->task == SN_TASK_MC && t->n_options > 0) {
+    int rc = sn_buf_printf(out, err, "Question: %s", question ? question : "");
+    if (!rc && task == SN_TASK_MC && n_options > 0) {
         rc = sn_buf_puts(out, "\nOptions:", err);
-        for (size_t i = 0; i < t->n_options && !rc; i++) {
+        for (size_t i = 0; i < n_options && !rc; i++) {
             if (i < 26)
-                rc = sn_buf_printf(out, err, "\n%c. %s", (char)('A' + i), t->options[i]);
+                rc = sn_buf_printf(out, err, "\n%c. %s", (char)('A' + i), options[i]);
             else
-                rc = sn_buf_printf(out, err, "\n%zu. %s", i + 1, t->options[i]);
+                rc = sn_buf_printf(out, err, "\n%zu. %s", i + 1, options[i]);
         }
     }
     return rc;
+}
+
+int sn_tuples_task(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err)
+{
+    return sn_tuples_task_text(t->task, t->question, (const char *const *)t->options,
+                               t->n_options, out, err);
 }
 
 /* ---- extractive history ------------------------------------------------------------------ */
@@ -171,18 +178,59 @@ static int gist(const char *text, size_t n_sent, size_t cap, struct sn_buf *out,
     return rc;
 }
 
+int sn_tuples_history_entry(size_t round, int agent, const char *answer, const char *text,
+                            const struct sn_tuples_params *p, struct sn_buf *out,
+                            struct sn_err *err)
+{
+    size_t n_sent = p->history_sentences ? p->history_sentences : 2;
+    size_t cap = p->history_chars ? p->history_chars : 300;
+    int rc = sn_buf_printf(out, err, "Round %zu, agent %d (answer %s): ", round + 1, agent,
+                           answer ? answer : "none");
+    size_t before = out->len;
+    if (!rc)
+        rc = gist(text ? text : "", n_sent, cap, out, err);
+    if (!rc && out->len == before)
+        rc = sn_buf_puts(out, "(no reasoning given)", err);
+    return rc;
+}
+
 static int extractive_entry(const struct sn_traj *t, size_t round, const struct sn_traj_msg *m,
                             const struct sn_tuples_params *p, struct sn_buf *out,
                             struct sn_err *err)
 {
     (void)t;
-    int rc = sn_buf_printf(out, err, "Round %zu, agent %d (answer %s): ", round + 1, m->agent,
-                           m->answer ? m->answer : "none");
-    size_t before = out->len;
-    if (!rc)
-        rc = gist(m->text ? m->text : "", p->history_sentences, p->history_chars, out, err);
-    if (!rc && out->len == before)
-        rc = sn_buf_puts(out, "(no reasoning given)", err);
+    return sn_tuples_history_entry(round, m->agent, m->answer, m->text, p, out, err);
+}
+
+int sn_tuples_context(const struct sn_traj *t, size_t round, const struct sn_tuples_params *p,
+                      struct sn_buf *out, struct sn_err *err)
+{
+    struct sn_buf task = {0}, all = {0};
+    size_t n = 0, cap = 0;
+    for (size_t r = 0; r < round && r < t->n_rounds; r++)
+        cap += t->rounds[r].n_msgs;
+    size_t *off = sn_calloc(cap + 1, sizeof *off);
+    const char **hist = sn_calloc(cap + 1, sizeof *hist);
+    int rc = off && hist ? sn_tuples_task(t, &task, err)
+                         : sn_err_set(err, SN_E_NOMEM, "out of memory");
+    /* entries end to end in one buffer (NUL-separated), pointers taken once it stops moving */
+    for (size_t r = 0; r < round && r < t->n_rounds && !rc; r++)
+        for (size_t i = 0; i < t->rounds[r].n_msgs && !rc; i++) {
+            off[n++] = all.len;
+            rc = extractive_entry(t, r, &t->rounds[r].msgs[i], p, &all, err);
+            if (!rc)
+                rc = sn_buf_append(&all, "", 1, err);
+        }
+    for (size_t i = 0; i < n && !rc; i++)
+        hist[i] = all.data + off[i];
+    if (!rc) {
+        struct sn_prompt prompt = {NULL, task.data ? task.data : "", hist, n};
+        rc = sn_template_context(&prompt, out, err);
+    }
+    sn_free(off);
+    sn_free(hist);
+    sn_buf_free(&task);
+    sn_buf_free(&all);
     return rc;
 }
 

@@ -99,6 +99,20 @@ enum sn_split sn_tuples_split(const char *trajectory_id, const struct sn_tuples_
 void sn_tuples_hash(const char *const text[SN_FIELD_COUNT], char hex[65]);
 /* Task text: "Question: <q>" and, for multiple choice, "\nOptions:\nA. <o0>\nB. <o1>...". */
 int sn_tuples_task(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err);
+/* The same from the parts (for callers without a trajectory: the debate engine). */
+int sn_tuples_task_text(enum sn_task task, const char *question, const char *const *options,
+                        size_t n_options, struct sn_buf *out, struct sn_err *err);
+/* One extractive history entry, "Round <round+1>, agent <agent> (answer <answer|none>): <gist>",
+** with p's history_sentences and history_chars (0 = the defaults), appended to out. */
+int sn_tuples_history_entry(size_t round, int agent, const char *answer, const char *text,
+                            const struct sn_tuples_params *p, struct sn_buf *out,
+                            struct sn_err *err);
+/* The context text of round `round` exactly as the builder makes it with the extractive
+** history (sn_template_context of the task and one entry per message of rounds < round, in
+** record order), appended to out: what a sentinel sees at run time (the simulation's defense,
+** `sentinel eval`). The summarize hook is not called (an LLM summary is not reproduced). */
+int sn_tuples_context(const struct sn_traj *t, size_t round, const struct sn_tuples_params *p,
+                      struct sn_buf *out, struct sn_err *err);
 
 /* The built-in reference (dataset explanation, else templated), appended to out. */
 int sn_tuples_builtin_reference(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err);

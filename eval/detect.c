@@ -9,6 +9,7 @@
 
 #include "data/question.h"
 #include "data/tuples.h"
+#include "data/vote.h"
 #include "eval/eval.h"
 
 /* per-round counts of one debate */
@@ -128,33 +129,18 @@ static int push_msg(struct sn_detect *d, double s, bool adv, size_t round, struc
     return SN_OK;
 }
 
-/* Plurality over answers[0..n) (NULL = no vote); a tie for the top count is no decision (NULL),
-** the rule that favours no slot (docs/formats.md "Panel decision"). */
+static bool answer_eq(const char *a, const char *b, void *ctx)
+{
+    return sn_answer_equal(a, b, *(const enum sn_task *)ctx);
+}
+
+/* Plurality over answers[0..n) (NULL = no vote) by the one vote of the project (data/vote.h),
+** tie rule none: a tie for the top count is no decision (NULL), the rule that favours no slot
+** (docs/formats.md "Panel decision"). */
 static const char *plurality(const char *const *answers, size_t n, enum sn_task task)
 {
-    const char *best = NULL;
-    int best_c = 0;
-    bool tie = false;
-    for (size_t i = 0; i < n; i++) {
-        if (!answers[i])
-            continue;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = answers[j] && sn_answer_equal(answers[j], answers[i], task);
-        if (seen)
-            continue;
-        int c = 0;
-        for (size_t j = i; j < n; j++)
-            c += answers[j] && sn_answer_equal(answers[j], answers[i], task);
-        if (c > best_c) {
-            best_c = c;
-            best = answers[i];
-            tie = false;
-        } else if (c == best_c) {
-            tie = true;
-        }
-    }
-    return tie ? NULL : best;
+    int w = sn_vote_plurality(answers, n, SN_VOTE_TIE_NONE, 0, answer_eq, &task, NULL);
+    return w >= 0 ? answers[w] : NULL;
 }
 
 static bool in_domain_scenario(const char *s)
@@ -226,8 +212,6 @@ int sn_detect_add(struct sn_detect *d, const struct sn_traj *t, struct sn_buf *i
     if (rc)
         return rc;
     struct sn_buf ctx = {0};
-    if ((rc = sn_tuples_task(t, &ctx, err)))
-        return rc;
     if (!rec.n_rounds) {
         sn_buf_free(&ctx);
         return sn_err_set(err, SN_E_FORMAT, "debate %s: no rounds", t->id);
@@ -244,7 +228,16 @@ int sn_detect_add(struct sn_detect *d, const struct sn_traj *t, struct sn_buf *i
     bool   adv[SN_SIM_MAX_AGENTS];
     double sc[SN_SIM_MAX_AGENTS];
     int    snd[SN_SIM_MAX_AGENTS];
+    struct sn_tuples_params tp = sn_tuples_default_params();
+    if (d->p.history_sentences)
+        tp.history_sentences = d->p.history_sentences;
+    if (d->p.history_chars)
+        tp.history_chars = d->p.history_chars;
     for (size_t r = 0; r < t->n_rounds && !rc; r++) {
+        /* the context before round r, as the tuple builder made it for training */
+        sn_buf_reset(&ctx);
+        if ((rc = sn_tuples_context(t, r, &tp, &ctx, err)))
+            break;
         /* Algorithm 1 lines 4-10 for every sentinel */
         for (size_t s = 0; s < n && !rc; s++) {
             if (!((sentinels >> s) & 1))

@@ -31,7 +31,9 @@ struct sn_detect_view {
     const char *debate_id;
     int         sentinel;
     size_t      round;
-    const char *context;            /* the task before the round (docs/eval.md "Context") */
+    const char *context;            /* the tuple builder's context of the round: the task and
+                                    ** the extractive history of earlier rounds
+                                    ** (sn_tuples_context; docs/eval.md "Context") */
     const struct sn_detect_msg *msgs;
     size_t      n_msgs;
 };
@@ -48,6 +50,9 @@ struct sn_detect_params {
     enum sn_defense_rule rule; /* default SN_DEFENSE_RULE_ALL (the paper's line 8) */
     uint64_t seed;       /* tie rule of bottom-k and the bootstrap (default 1) */
     int      n_boot;     /* cluster-bootstrap resamples (default 1000; 0 = none) */
+    /* History settings of the context (sn_tuples_context, data/tuples.h); 0 = the tuple
+    ** builder's defaults. `sentinel eval --detector` takes them from the GGUF. */
+    unsigned history_sentences, history_chars;
 };
 struct sn_detect_params sn_detect_default_params(void);
 

@@ -345,7 +345,7 @@ int main(void)
                      "2>%s/e2 ; test $? -eq 2 && grep -q \"not an endpoint\" %s/e2", bin, recipe,
                      dir, dir, dir) == 0);
     CHECK(sn_test_sh("%s simulate --recipe %s -o %s/x --set simulate.defaults.defense=sentinel "
-                     "2>%s/e3 ; test $? -eq 1 && grep -q \"not available\" %s/e3", bin, recipe,
+                     "2>%s/e3 ; test $? -eq 2 && grep -q \"needs .detector\" %s/e3", bin, recipe,
                      dir, dir, dir) == 0);
     /* quickstart from the source tree works as documented */
     CHECK(sn_test_sh("cd %s && %s simulate --recipe %s/recipes/quickstart.json -o qs "

@@ -1,8 +1,12 @@
 /* tests/test_eval_detect_cli.c: `sentinel eval` end to end ($SENTINEL_BIN; docs/eval.md):
 ** a hand-made debate through the disagree baseline gives the hand-computed first-round figures
-** in the JSON report; --items has one row per scored message; the exit statuses (--detector not
-** in this build: 3; usage errors: 2; unreadable input: 1). */
+** in the JSON report; --items has one row per scored message; a tiny runtime detector (random
+** weights, exported by `sentinel export` from a directory written without libtorch) ranks beside
+** the baselines: every figure present and in range, and the "does NOT beat" sentence printed
+** exactly for the figures where a baseline is at least as good; the exit statuses (usage
+** errors: 2; unreadable input or detector: 1). */
 #include "test_eval_fixture.h"
+#include "tests/testutil_qwen2.h"
 
 static const char *bin;
 static char dir[1024];
@@ -83,9 +87,57 @@ int main(void)
     sn_free(items);
     CHECK(sn_test_sh("grep -q 'detection accuracy (agents)' '%s/out.txt'", dir) == 0);
 
+    /* the runtime detector beside the baselines */
+    {
+        struct sn_test_qwen2 c = {32, 2, 4, 2, 64, SN_TOKENIZER_DEMO_VOCAB, 512, 1e6, 0.2, 23,
+                                  NULL};
+        char mdir[1200];
+        snprintf(mdir, sizeof mdir, "%s/model", dir);
+        CHECK_MSG(sn_test_qwen2_write(&c, mdir, NULL, &err) == SN_OK, "%s", err.msg);
+        CHECK(sn_test_sh("cd '%s' && '%s' export --base model -o d.gguf --type f32 --max-len 400 "
+                         "2> err.txt", dir, bin) == 0);
+        CHECK(ev("-i t.jsonl.gz --detector d.gguf --baselines random,shortest,disagree "
+                 "--json rd.json --bootstrap 50") == 0);
+        snprintf(jpath, sizeof jpath, "%s/rd.json", dir);
+        CHECK_MSG(sn_json_load(jpath, &root, &err) == SN_OK, "%s", err.msg);
+        const cJSON *det = ranker(root, "detector");
+        CHECK(det != NULL);
+        static const struct { const char *name, *table; bool higher; } figs[] = {
+            {"agent_detection_accuracy", "detection accuracy (agents)", true},
+            {"agent_fpr", "FPR (agents)", false}, {"agent_fnr", "FNR (agents)", false},
+            {"pair_detection_accuracy", "detection accuracy (pairs)", true},
+            {"pair_fpr", "FPR (pairs)", false}, {"pair_fnr", "FNR (pairs)", false},
+            {"auroc", "AUROC (messages)", true},
+            {"task_accuracy_defended", "task accuracy, defended", true},
+            {"task_accuracy_undefended", "task accuracy, undefended", true}};
+        static const char *const base[] = {"random", "shortest", "disagree"};
+        for (size_t f = 0; det && f < sizeof figs / sizeof figs[0]; f++) {
+            for (int r = -1; r < 3; r++) {
+                double v = fig(det, "all", r, figs[f].name);
+                CHECK_MSG(v >= 0 && v <= 1, "%s round %d: %g", figs[f].name, r, v);
+            }
+            /* the sentence appears exactly when the best baseline is at least as good */
+            double v = fig(det, "all", -1, figs[f].name), best = NAN;
+            for (size_t b = 0; b < 3; b++) {
+                double q = fig(ranker(root, base[b]), "all", -1, figs[f].name);
+                if (!isnan(q) && (isnan(best) || (figs[f].higher ? q > best : q < best)))
+                    best = q;
+            }
+            bool beaten = !isnan(best) && !(figs[f].higher ? v > best : v < best);
+            int said = sn_test_sh("grep -q 'does NOT beat the best baseline ([a-z]*) on %s:' "
+                                  "'%s/out.txt'", figs[f].table, dir);
+            CHECK_MSG((said == 0) == beaten, "%s: %g vs best baseline %g, sentence %s",
+                      figs[f].name, v, best, said == 0 ? "printed" : "missing");
+        }
+        cJSON_Delete(root);
+        CHECK(sn_test_sh("grep -q ' detector' '%s/out.txt'", dir) == 0);
+        /* a bad detector file is a failure (1) naming the file */
+        CHECK(ev("-i t.jsonl.gz --detector x.gguf") == 1);
+        CHECK(sn_test_sh("grep -q 'x.gguf' '%s/err.txt'", dir) == 0);
+        CHECK(ev("-i t.jsonl.gz --detector d.gguf --threads 0") == 2);
+    }
+
     /* exit statuses */
-    CHECK(ev("-i t.jsonl.gz --detector x.gguf") == 3);
-    CHECK(sn_test_sh("grep -q 'not part of this build' '%s/err.txt'", dir) == 0);
     CHECK(ev("-i t.jsonl.gz --k 0") == 2);
     CHECK(ev("-i t.jsonl.gz --baselines ngram") == 2);
     CHECK(sn_test_sh("grep -q 'train-shards' '%s/err.txt'", dir) == 0);

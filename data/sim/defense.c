@@ -5,9 +5,9 @@
 ** the messages in its view with the scorer callback, adds the bottom-k senders to its
 ** cumulative blacklist (sn_defense_bottom_k) and drops blacklisted senders' messages from then
 ** on. The scorer is the runtime detector (export/); `sentinel eval` replays recorded debates
-** through sn_defense_bottom_k with any ranker's scores. Until `simulate` is wired to the
-** detector, selecting `sentinel` without a scorer fails with SN_E_UNSUPPORTED instead of
-** producing unfiltered debates. */
+** through sn_defense_bottom_k with any ranker's scores. `sentinel simulate` opens the recipe's
+** "detector" and hands its scorer in (sn_simulate_params.scorer_open); selecting `sentinel`
+** without a scorer fails with SN_E_UNSUPPORTED instead of producing unfiltered debates. */
 #include "data/sim/sim.h"
 
 #include <math.h>
@@ -46,13 +46,18 @@ int sn_defense_config_parse(const cJSON *spec, const char *where, struct sn_defe
         static const char *const keys[] = {"name", "bottom_k", "detector", "rule", "sentinels",
                                            NULL};
         int64_t k;
-        const char *rule, *sentinels;
+        const char *rule, *sentinels, *detector;
         int rc = sn_recipe_check_keys(spec, where, keys, err);
         if (rc || (rc = sn_json_get_string(spec, where, "name", "none", &name, err)) ||
             (rc = sn_json_get_int(spec, where, "bottom_k", 1, &k, err)) ||
             (rc = sn_json_get_string(spec, where, "rule", "all", &rule, err)) ||
-            (rc = sn_json_get_string(spec, where, "sentinels", "honest", &sentinels, err)))
+            (rc = sn_json_get_string(spec, where, "sentinels", "honest", &sentinels, err)) ||
+            (rc = sn_json_get_string(spec, where, "detector", "", &detector, err)))
             return rc;
+        if (strlen(detector) >= sizeof out->detector)
+            return sn_err_set(err, SN_E_ARG, "recipe: '%s.detector': path longer than %zu bytes",
+                              where, sizeof out->detector - 1);
+        snprintf(out->detector, sizeof out->detector, "%s", detector);
         if (k < 1 || k >= SN_SIM_MAX_AGENTS)
             return sn_err_set(err, SN_E_ARG, "recipe: '%s.bottom_k' must be >= 1", where);
         out->bottom_k = (int)k;
@@ -147,9 +152,9 @@ int sn_defense_create(const struct sn_defense_config *cfg, int n_agents,
 {
     *out = NULL;
     if (strcmp(cfg->name, "sentinel") == 0 && !cfg->scorer.score)
-        return sn_err_set(err, SN_E_UNSUPPORTED, "defense 'sentinel' needs the runtime detector, "
-                          "which is not available to simulate in this build (use "
-                          "\"defense\": \"none\")");
+        return sn_err_set(err, SN_E_UNSUPPORTED, "defense 'sentinel' needs the runtime detector "
+                          "(\"detector\": \"D.gguf\", opened by `sentinel simulate`); none was "
+                          "given to this run");
     if (n_agents < 0 || n_agents > SN_SIM_MAX_AGENTS)
         return sn_err_set(err, SN_E_ARG, "defense: %d agents (at most %d)", n_agents,
                           SN_SIM_MAX_AGENTS);

@@ -16,6 +16,7 @@
 ** Interceptors do not speak. Every backend call gets a seed derived from the debate seed and
 ** (label, agent, round, candidate), so a debate never depends on thread timing. */
 #include "data/sim/sim.h"
+#include "data/tuples.h"
 #include "data/vote.h"
 
 #include <stdlib.h>
@@ -241,6 +242,51 @@ static const struct msg *latest(struct debate *d, int j, int k, int t, int *roun
     return NULL;
 }
 
+
+/* What a sentinel sees before round t: the tuple builder's context (sn_tuples_context: the task
+** and one extractive entry per message of rounds < t in slot order, as the trajectory records
+** them), with the scorer's history settings, so the detector sees at run time what it saw in
+** training (docs/simulate.md "Defense"). */
+static int defense_context(const struct debate *d, int t, struct sn_buf *out, struct sn_err *err)
+{
+    const struct sn_defense_scorer *sc = &d->x->defense.scorer;
+    struct sn_tuples_params tp = sn_tuples_default_params();
+    if (sc->history_sentences)
+        tp.history_sentences = sc->history_sentences;
+    if (sc->history_chars)
+        tp.history_chars = sc->history_chars;
+    struct sn_buf task = {0}, all = {0};
+    size_t cap = (size_t)t * (size_t)d->n, n = 0;
+    size_t *off = sn_calloc(cap + 1, sizeof *off);
+    const char **hist = sn_calloc(cap + 1, sizeof *hist);
+    int rc = off && hist ? sn_tuples_task_text(d->q->task, d->q->question,
+                                               (const char *const *)d->q->options,
+                                               d->q->n_options, &task, err)
+                         : sn_err_set(err, SN_E_NOMEM, "out of memory");
+    for (int r = 0; r < t && !rc; r++)
+        for (int j = 0; j < d->n && !rc; j++) {
+            const struct msg *m = M(d, r, j);
+            if (!m->spoke)
+                continue;
+            off[n++] = all.len;
+            rc = sn_tuples_history_entry((size_t)r, j, m->parsed ? m->answer : NULL, m->text,
+                                         &tp, &all, err);
+            if (!rc)
+                rc = sn_buf_append(&all, "", 1, err);
+        }
+    for (size_t i = 0; i < n && !rc; i++)
+        hist[i] = all.data + off[i];
+    if (!rc) {
+        struct sn_prompt prompt = {NULL, task.data ? task.data : "", hist, n};
+        rc = sn_template_context(&prompt, out, err);
+    }
+    sn_free(off);
+    sn_free(hist);
+    sn_buf_free(&task);
+    sn_buf_free(&all);
+    return rc;
+}
+
 static int build_view(struct debate *d, int k, int t, struct sn_sim_peer *peers, size_t *n_out,
                       struct sn_err *err)
 {
@@ -257,9 +303,11 @@ static int build_view(struct debate *d, int k, int t, struct sn_sim_peer *peers,
     /* defense filter (before allies: allies talk on a private channel) */
     if (n && d->defense) {
         bool keep[SN_SIM_MAX_AGENTS * 2];
-        char ctx[512];
-        snprintf(ctx, sizeof ctx, "%s", d->q->question);
-        int rc = sn_defense_filter(d->defense, k, t, ctx, peers, n, keep, err);
+        struct sn_buf ctx = {0};
+        int rc = defense_context(d, t, &ctx, err);
+        if (!rc)
+            rc = sn_defense_filter(d->defense, k, t, ctx.data, peers, n, keep, err);
+        sn_buf_free(&ctx);
         if (rc)
             return rc;
         size_t w = 0;

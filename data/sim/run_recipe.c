@@ -214,8 +214,8 @@ static int parse_graph(const char *where, const cJSON *o, struct sn_experiment *
 }
 
 /* The defense, the prompt overrides and the labels. */
-static int parse_defense_prompts(const char *where, const cJSON *o, struct sn_experiment *x,
-                                 struct sn_err *err)
+static int parse_defense_prompts(struct run *R, const char *where, const cJSON *o,
+                                 struct sn_experiment *x, struct sn_err *err)
 {
     int rc;
     char w2[128];
@@ -224,6 +224,15 @@ static int parse_defense_prompts(const char *where, const cJSON *o, struct sn_ex
                                       &x->defense, err)))
         return rc;
     if (strcmp(x->defense.name, "sentinel") == 0) {
+        /* the runtime detector, opened by the caller (data/ may not use export/) */
+        if (R->p && R->p->scorer_open) {
+            if (!x->defense.detector[0])
+                return sn_err_set(err, SN_E_ARG, "recipe: '%s': the sentinel defense needs "
+                                  "\"detector\": \"D.gguf\" (a GGUF of `sentinel export`)", w2);
+            if ((rc = R->p->scorer_open(R->p->scorer_user, x->defense.detector,
+                                        &x->defense.scorer, err)))
+                return sn_err_wrap(err, "recipe: '%s.detector'", w2);
+        }
         struct sn_defense *probe;
         if ((rc = sn_defense_create(&x->defense, x->n_agents, &probe, err)))
             return sn_err_wrap(err, "recipe: '%s'", w2);
@@ -305,7 +314,7 @@ static int parse_experiment(struct run *R, int xi, const cJSON *o, struct sn_exp
         return rc;
     memset(x, 0, sizeof *x);
     if ((rc = parse_settings(R, where, o, x, err)) || (rc = parse_graph(where, o, x, err)) ||
-        (rc = parse_defense_prompts(where, o, x, err)) ||
+        (rc = parse_defense_prompts(R, where, o, x, err)) ||
         (rc = parse_endpoints(R, where, o, x, err)))
         return rc;
     return SN_OK;

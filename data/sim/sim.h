@@ -143,6 +143,9 @@ struct sn_defense_scorer {
     int (*score)(void *ctx, const char *context, const char *response, float *out,
                  struct sn_err *err);
     void *ctx;
+    /* The context the scorer was trained on: the tuple builder's (sn_tuples_context) with these
+    ** history settings (0 = the builder's defaults); the runtime detector's GGUF stores them. */
+    unsigned history_sentences, history_chars;
 };
 /* Which messages line 8 of Algorithm 1 ranks. */
 enum sn_defense_rule {
@@ -160,7 +163,9 @@ struct sn_defense_config {
     enum sn_defense_rule rule;       /* recipe "rule": "all" (default) or "unlisted" */
     bool every_receiver;             /* recipe "sentinels": "honest" (default: only the honest
                                      ** agents run the defense, as in the paper) or "all" */
-    struct sn_defense_scorer scorer; /* sentinel: NULL score = not available in this build */
+    char detector[1024];             /* sentinel: recipe "detector", the GGUF path ("" = none) */
+    struct sn_defense_scorer scorer; /* sentinel: filled by sn_simulate_params.scorer_open;
+                                     ** NULL score = no detector available (create fails) */
 };
 int sn_defense_config_parse(const cJSON *spec, const char *where, struct sn_defense_config *out,
                             struct sn_err *err);
@@ -297,6 +302,14 @@ struct sn_simulate_params {
     int  threads;                    /* 0 = 1 for sim-only runs, else the largest concurrency */
     int  progress_mode;              /* sn_progress force_mode */
     volatile int *cancel;            /* set to non-zero (e.g. by SIGINT) to stop cleanly */
+    /* The `sentinel` defense's scorer: called once per experiment with that defense, with its
+    ** recipe "detector" path; fills *out (called from every worker thread at once: the scorer
+    ** must be thread-safe) and keeps it alive until sn_simulate_run returns; the caller frees
+    ** what it opened. data/ cannot open a detector (export/ is above it): `sentinel simulate`
+    ** (cli/cmd_simulate.c) passes the runtime detector. NULL = `sentinel` is refused. */
+    int (*scorer_open)(void *user, const char *detector, struct sn_defense_scorer *out,
+                       struct sn_err *err);
+    void *scorer_user;
 };
 struct sn_simulate_report {
     uint64_t planned, skipped, done, failed;
