@@ -381,8 +381,11 @@ int sn_cmd_eval(int argc, char **argv)
     uint64_t n_debates = 0, n_skipped = 0, n_overlap = 0;
     struct sn_strmap train_items = {0};
     struct sn_buf key = {0};
-    static const char *const suffixes[] = {".jsonl.gz", ".jsonl", NULL};
-    int rc = sn_paths_expand(inputs, n_inputs, suffixes, &paths, &n_paths, &err);
+    size_t n_errors_files = 0;
+    int rc = sn_traj_paths(inputs, n_inputs, &paths, &n_paths, &n_errors_files, &err);
+    if (!rc && n_errors_files)
+        SN_WARN("eval: skipping %zu errors-*.jsonl file(s) in the inputs (debates simulate "
+                "could not finish)", n_errors_files);
     /* the detector first: every ranker sees the context it was trained on (the tuple
     ** builder's, with the history settings stored in its GGUF) */
     if (!rc && detector) {
