@@ -19,6 +19,7 @@
 
 #include "data/shard.h"
 #include "loss/loss.h"
+#include "tokenizer/tokenizer.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1023,6 +1024,8 @@ static int trim_metrics(struct sn_trainer *t, int64_t step, struct sn_err *err)
 
 /* ---- open ----------------------------------------------------------------------------------- */
 
+static int seeded_pad_id(const struct sn_trainer *t, struct sn_model *m, struct sn_err *err);
+
 static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err *err)
 {
     struct sn_model_params mp = sn_model_default_params();
@@ -1039,6 +1042,8 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
         if (t->p.dtype == SN_DTYPE_F64)
             snprintf(c.torch_dtype, sizeof c.torch_dtype, "float32");
         rc = sn_model_create(&c, &mp, &t->m, err);
+        if (!rc)
+            rc = seeded_pad_id(t, t->m, err);
     } else {
         rc = sn_model_open_hf(t->p.base, &mp, &t->m, err);
         /* full fine-tuning writes its checkpoints in f32 (a bf16 base would round each save) */
@@ -1065,6 +1070,23 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
     return rc;
 }
 
+/* A seeded model's pad id (written to config.json, where Hugging Face pools the reward): the
+** tokenizer's <|endoftext|>, Qwen2's pad token, else <|im_end|>; left unset without a tokenizer. */
+static int seeded_pad_id(const struct sn_trainer *t, struct sn_model *m, struct sn_err *err)
+{
+    if (!t->tokenizer)
+        return SN_OK;
+    struct sn_tokenizer *tok = NULL;
+    int rc = sn_tokenizer_open(t->tokenizer, &tok, err);
+    if (rc)
+        return rc;
+    int32_t id = sn_tokenizer_token_id(tok, "<|endoftext|>");
+    if (id < 0)
+        id = sn_tokenizer_token_id(tok, "<|im_end|>");
+    sn_tokenizer_free(tok);
+    return id < 0 ? SN_OK : sn_model_set_pad_token_id(m, id, err);
+}
+
 /* Writes out/base (seeded init) once: config.json, model.safetensors, tokenizer.json. */
 static int write_seeded_base(struct sn_trainer *t, struct sn_err *err)
 {
@@ -1078,6 +1100,8 @@ static int write_seeded_base(struct sn_trainer *t, struct sn_err *err)
                                                            : sn_model_config_small(t->vocab);
     struct sn_model *m = NULL;
     rc = sn_model_create(&c, &mp, &m, err);
+    if (!rc)
+        rc = seeded_pad_id(t, m, err);
     if (!rc)
         rc = sn_model_save_hf(m, p, err);
     sn_model_free(m);
