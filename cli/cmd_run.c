@@ -516,16 +516,22 @@ static void summary(struct run *r, int n_ran)
            full_mode(r) ? " (full-mode model directory)" : " (PEFT adapter)");
     printf("  metrics       %s/metrics.jsonl, %s\n", r->p_train, path);
     printf("  eval report   %s, %s\n", r->p_report, r->p_report_json);
+    const cJSON *stp = fm ? cJSON_GetObjectItemCaseSensitive(fm, "step") : NULL;
+    double step = cJSON_IsNumber(stp) ? stp->valuedouble : -1;
+    if (fm)
+        printf("  (the splits are by debate: held-out debates, on questions that other, "
+               "training debates also asked)\n");
     for (int i = 0; fm && i < 2; i++) {
         const char *split = i ? "test" : "validation";
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(fm, split);
         const cJSON *acc = o ? cJSON_GetObjectItemCaseSensitive(o, "accuracy") : NULL;
         const cJSON *al = o ? cJSON_GetObjectItemCaseSensitive(o, "align_accuracy") : NULL;
         if (cJSON_IsNumber(acc))
-            printf("  held-out pairwise accuracy (%s split, chosen over rejected): %.3f%s", split,
-                   acc->valuedouble, cJSON_IsNumber(al) ? "" : "\n");
+            printf("  held-out pairwise accuracy, %s split (final weights, step %.0f): "
+                   "chosen over rejected %.3f%s", split, step, acc->valuedouble,
+                   cJSON_IsNumber(al) ? "" : "\n");
         if (cJSON_IsNumber(acc) && cJSON_IsNumber(al))
-            printf("; over reference: %.3f\n", al->valuedouble);
+            printf(", chosen over reference %.3f\n", al->valuedouble);
     }
     cJSON_Delete(fm);
     printf("\n== eval: fresh debates on items never trained on (headline rows; the whole "

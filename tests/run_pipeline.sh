@@ -23,7 +23,7 @@ for f in detector.gguf run.json eval/report.json eval/report.txt train/final_met
   [ -s "$tmp/a/$f" ] || fail "missing $f"
 done
 grep -q "detector      $tmp/a/detector.gguf" "$tmp/a1.log" || fail "summary does not name the detector"
-grep -q "held-out pairwise accuracy (test split" "$tmp/a1.log" || fail "summary lacks the held-out accuracy"
+grep -q "held-out pairwise accuracy, test split" "$tmp/a1.log" || fail "summary lacks the held-out accuracy"
 /usr/bin/python3 - "$tmp/a/run.json" "$tmp/a/eval/report.json" <<'PY' || fail "run.json / report.json"
 import json, sys
 st = json.load(open(sys.argv[1]))["stages"]
