@@ -1071,11 +1071,13 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
 }
 
 /* A seeded model's pad id (written to config.json, where Hugging Face pools the reward): the
-** tokenizer's <|endoftext|>, Qwen2's pad token, else <|im_end|>; left unset without a tokenizer. */
+** tokenizer's <|endoftext|>, Qwen2's pad token, else <|im_end|>. Without a tokenizer (API use
+** on shards alone) the last id of the vocabulary stands in: sentinel's own forward pools by
+** length and never reads it; a Hugging Face user of such a base must set the real one. */
 static int seeded_pad_id(const struct sn_trainer *t, struct sn_model *m, struct sn_err *err)
 {
     if (!t->tokenizer)
-        return SN_OK;
+        return sn_model_set_pad_token_id(m, sn_model_get_config(m)->vocab_size - 1, err);
     struct sn_tokenizer *tok = NULL;
     int rc = sn_tokenizer_open(t->tokenizer, &tok, err);
     if (rc)
