@@ -324,7 +324,6 @@ static int write_eval_recipe(struct run *r)
 static int run_stage(struct run *r, int s)
 {
     struct argv_b b = {.n = 0};
-    struct sn_err err = {0};
     char num[4][32], ckpt[PATH_MAX + 64];
     int rc;
     const cJSON *ev = section(r, "eval"), *bu = section(r, "build");
@@ -372,14 +371,19 @@ static int run_stage(struct run *r, int s)
             return rc;
         arg(&b, r->self);
         arg(&b, "export");
-        static char base[PATH_MAX + 32];
+        static char seeded[PATH_MAX + 64];
         if (full_mode(r)) {
             arg(&b, "--base");
             arg(&b, ckpt);
         } else {
+            /* LoRA on a seeded base: the trainer wrote that base to OUT/train/base */
             const char *bs = str_key(section(r, "train"), "base");
+            if (!bs || !strcmp(bs, "tiny") || !strcmp(bs, "small")) {
+                snprintf(seeded, sizeof seeded, "%s/base", r->p_train);
+                bs = seeded;
+            }
             arg(&b, "--base");
-            arg(&b, bs ? bs : base);
+            arg(&b, bs);
             arg(&b, "--adapter");
             arg(&b, ckpt);
         }
@@ -443,7 +447,6 @@ static int run_stage(struct run *r, int s)
             e.a[e.n] = NULL;
             rc = spawn(e.a, r->p_report);
         }
-        (void)err;
         return rc;
     }
     }

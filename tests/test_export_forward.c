@@ -113,6 +113,7 @@ int main(void)
     OK(sn_model_create(&c, &p, &m, &E));
     if (!m)
         return sn_test_done();
+    OK(sn_model_set_pad_token_id(m, 509, &E)); /* the demo tokenizer's <|endoftext|> */
     OK(sn_model_save_hf(m, mdir, &E));
     OK(sn_tokenizer_write_demo(tj, &E));
     struct sn_lora_config lc = sn_lora_default_config();
