@@ -1,16 +1,720 @@
-/* cli/cmd_run.c: `sentinel run` (docs/design.md §1). This stage is not part of this build yet:
-** it says so and exits with SN_EXIT_UNAVAILABLE (3), distinct from failures. */
+/* cli/cmd_run.c: `sentinel run RECIPE` (docs/design.md §1, docs/run.md): simulate -> build ->
+** train -> export -> eval as stages of one output directory. Each stage runs as a child
+** `sentinel <stage> ...` (the same executable, so train reaches sentinel-torch through the
+** usual hand-over) with the recipe and the --set overrides. A stage's key is the SHA-256 of its
+** recipe section(s) after the overrides and of the key of the stage before it; OUT/run.json
+** (written atomically) records each stage's key and state. A stage is skipped when it is
+** "done" with the same key; run again from scratch (its outputs removed) when the key changed;
+** resumed (outputs kept: the stages resume themselves) when it is "running" with the same key,
+** i.e. after a kill. Every stage after one that ran runs again from scratch. */
 #include "cli/cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { ST_SIMULATE, ST_BUILD, ST_TRAIN, ST_EXPORT, ST_EVAL, N_STAGES };
+static const char *const stage_names[N_STAGES] = {"simulate", "build", "train", "export", "eval"};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: sentinel run RECIPE [-o OUT] [--from STAGE] [--to STAGE] [--force] [--set K=V]...\n"
+"\n"
+"Runs the whole pipeline of a recipe in one output directory (the recipe's out_dir, or -o):\n"
+"  simulate  OUT/trajectories/   debates of the `simulate` section\n"
+"  build     OUT/shards/         tuples (tokenizer: build.tokenizer, else the demo tokenizer\n"
+"                                written to OUT/tokenizer.json)\n"
+"  train     OUT/train/          the `train` section (docs/train.md)\n"
+"  export    OUT/detector.gguf   the best checkpoint (full mode) or its adapter on the base\n"
+"  eval      OUT/eval/           fresh debates of the `eval` section (its `dataset` and\n"
+"                                `experiments` replace simulate's), replayed with the baselines\n"
+"                                and the detector: report.txt, report.json\n"
+"Each stage is skipped when OUT/run.json records it done from the same settings (SHA-256 of\n"
+"its recipe section(s) and of the stage before it), re-run from scratch when they changed\n"
+"(and every stage after it), and resumed after a kill. The run ends with a summary.\n"
+"\n"
+"options:\n"
+"  -o, --out DIR        output directory (default: the recipe's out_dir)\n"
+"      --from STAGE     run STAGE and every stage after it again, from scratch\n"
+"      --to STAGE       stop after STAGE (no summary)\n"
+"      --force          run every stage again, from scratch\n"
+"      --set KEY=VALUE  override a recipe key (repeatable; passed to every stage)\n"
+"  -h, --help           this help\n"
+"\n"
+"Recipe keys of the `eval` section: dataset, experiments (as in simulate), k, baselines,\n"
+"bootstrap, seed (docs/run.md).\n"
+"Exit status: 0 ok, 1 a stage failed (re-run to resume), 2 usage or recipe error.\n");
+}
+
+/* ---- child processes ---------------------------------------------------------------------- */
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+/* Runs argv (argv[0] = the sentinel executable); stdout goes to out_path when given.
+** Returns the child's exit status, or 128 + signal. */
+static int spawn(char **argv, const char *out_path)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "sentinel run: fork: %s\n", strerror(errno));
+        return SN_EXIT_FAIL;
+    }
+    if (pid == 0) {
+        if (out_path) {
+            int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
+                _exit(127);
+            close(fd);
+        }
+        execv(argv[0], argv);
+        fprintf(stderr, "sentinel run: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    child_pid = pid;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    child_pid = 0;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+struct argv_b {
+    char *a[96];
+    int n;
+};
+
+static void arg(struct argv_b *b, const char *s)
+{
+    if (b->n < (int)(sizeof b->a / sizeof b->a[0]) - 1)
+        b->a[b->n++] = (char *)s;
+    b->a[b->n] = NULL;
+}
+
+/* ---- files -------------------------------------------------------------------------------- */
+
+/* rm -r without following links. */
+static int remove_tree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb))
+        return errno == ENOENT ? 0 : -1;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        if (!d)
+            goto fail;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            char *child = sn_path_join_new(path, e->d_name);
+            int bad = !child || remove_tree(child);
+            sn_free(child);
+            if (bad) {
+                closedir(d);
+                return -1;
+            }
+        }
+        closedir(d);
+        if (rmdir(path))
+            goto fail;
+        return 0;
+    }
+    if (!unlink(path))
+        return 0;
+fail:
+    fprintf(stderr, "sentinel run: cannot remove %s: %s\n", path, strerror(errno));
+    return -1;
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+struct run {
+    const char *recipe_path;
+    char out[PATH_MAX];
+    char self[PATH_MAX];
+    const char **sets;
+    size_t n_sets;
+    cJSON *recipe; /* after the overrides */
+    cJSON *state;  /* run.json */
+    char state_path[PATH_MAX + 16];
+    char key[N_STAGES][65];
+    char p_traj[PATH_MAX + 32], p_shards[PATH_MAX + 32], p_tok[PATH_MAX + 32],
+        p_train[PATH_MAX + 32], p_gguf[PATH_MAX + 32], p_eval[PATH_MAX + 32],
+        p_eval_traj[PATH_MAX + 48], p_eval_recipe[PATH_MAX + 48], p_report[PATH_MAX + 48],
+        p_report_json[PATH_MAX + 48];
+    const char *tokenizer; /* build.tokenizer or p_tok */
+    bool detector_in_eval; /* eval accepted --detector */
+};
+
+static const cJSON *section(const struct run *r, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(r->recipe, name);
+}
+
+static void stage_key(struct run *r, int s)
+{
+    struct sn_sha256 h;
+    sn_sha256_init(&h);
+    sn_sha256_update(&h, stage_names[s], strlen(stage_names[s]) + 1);
+    if (s > 0)
+        sn_sha256_update(&h, r->key[s - 1], 64);
+    const char *names[3] = {stage_names[s], NULL, NULL};
+    if (s == ST_EVAL)
+        names[1] = "simulate"; /* the eval debates use simulate's endpoints and defaults */
+    if (s == ST_BUILD && !r->tokenizer[0])
+        names[1] = NULL;
+    for (int i = 0; names[i]; i++) {
+        const cJSON *sec = section(r, names[i]);
+        char *txt = sec ? cJSON_PrintUnformatted(sec) : NULL;
+        sn_sha256_update(&h, names[i], strlen(names[i]) + 1);
+        if (txt)
+            sn_sha256_update(&h, txt, strlen(txt));
+        sn_sha256_update(&h, "", 1);
+        free(txt);
+    }
+    if (s == ST_BUILD)
+        sn_sha256_update(&h, r->tokenizer, strlen(r->tokenizer) + 1);
+    uint8_t d[32];
+    sn_sha256_final(&h, d);
+    for (int i = 0; i < 32; i++)
+        snprintf(r->key[s] + 2 * i, 3, "%02x", d[i]);
+}
+
+static cJSON *stage_state(struct run *r, int s)
+{
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(r->state, "stages");
+    return st ? cJSON_GetObjectItemCaseSensitive(st, stage_names[s]) : NULL;
+}
+
+static int save_state(struct run *r, int s, const char *state)
+{
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(r->state, "stages");
+    if (!st)
+        st = cJSON_AddObjectToObject(r->state, "stages");
+    cJSON *o = cJSON_CreateObject();
+    if (!st || !o) {
+        cJSON_Delete(o);
+        return SN_EXIT_FAIL;
+    }
+    cJSON_AddStringToObject(o, "key", r->key[s]);
+    cJSON_AddStringToObject(o, "state", state);
+    if (cJSON_GetObjectItemCaseSensitive(st, stage_names[s]))
+        cJSON_ReplaceItemInObjectCaseSensitive(st, stage_names[s], o);
+    else
+        cJSON_AddItemToObject(st, stage_names[s], o);
+    struct sn_err err = {0};
+    if (sn_json_save(r->state_path, r->state, &err))
+        return sn_cli_fail("run", &err);
+    return SN_EXIT_OK;
+}
+
+static void common_args(struct run *r, struct argv_b *b, const char *stage)
+{
+    arg(b, r->self);
+    arg(b, stage);
+    arg(b, "--recipe");
+    arg(b, r->recipe_path);
+    for (size_t i = 0; i < r->n_sets; i++) {
+        arg(b, "--set");
+        arg(b, r->sets[i]);
+    }
+}
+
+static const char *str_key(const cJSON *sec, const char *key)
+{
+    const cJSON *v = sec ? cJSON_GetObjectItemCaseSensitive(sec, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The checkpoint to export: final_metrics.json's best_checkpoint, else `latest`. */
+static int pick_checkpoint(struct run *r, char *out, size_t n)
+{
+    char path[PATH_MAX + 64];
+    struct sn_err err = {0};
+    cJSON *fm = NULL;
+    snprintf(path, sizeof path, "%s/final_metrics.json", r->p_train);
+    if (!sn_json_load(path, &fm, &err)) {
+        const char *best = str_key(fm, "best_checkpoint");
+        if (!best)
+            best = str_key(fm, "checkpoint");
+        if (best) {
+            const char *slash = strrchr(best, '/');
+            snprintf(out, n, "%s/%s", r->p_train, slash ? slash + 1 : best);
+            cJSON_Delete(fm);
+            if (sn_path_is_dir(out))
+                return 0;
+        } else {
+            cJSON_Delete(fm);
+        }
+    }
+    char *txt = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/latest", r->p_train);
+    if (sn_file_read(path, 4096, &txt, &len, &err))
+        return sn_cli_fail("run", &err);
+    while (len && (txt[len - 1] == '\n' || txt[len - 1] == ' '))
+        txt[--len] = '\0';
+    snprintf(out, n, "%s/%s", r->p_train, txt);
+    sn_free(txt);
+    return 0;
+}
+
+static bool full_mode(const struct run *r)
+{
+    const cJSON *t = section(r, "train");
+    const char *mode = str_key(t, "mode"), *base = str_key(t, "base");
+    if (mode)
+        return !strcmp(mode, "full");
+    return !base || !strcmp(base, "tiny") || !strcmp(base, "small");
+}
+
+/* The eval stage's simulate recipe: the recipe's `simulate` section with eval.dataset and
+** eval.experiments in place of defaults.dataset and experiments. */
+static int write_eval_recipe(struct run *r)
+{
+    const cJSON *ev = section(r, "eval"), *sim = section(r, "simulate");
+    const cJSON *ds = ev ? cJSON_GetObjectItemCaseSensitive(ev, "dataset") : NULL;
+    const cJSON *ex = ev ? cJSON_GetObjectItemCaseSensitive(ev, "experiments") : NULL;
+    if (!cJSON_IsObject(sim) || !cJSON_IsArray(ex) || !cJSON_IsObject(ds)) {
+        fprintf(stderr, "sentinel run: recipe: the eval stage needs `simulate` and "
+                        "`eval.dataset` (object) and `eval.experiments` (list): evaluation "
+                        "runs on fresh debates, never on the training items (docs/run.md)\n");
+        return SN_EXIT_USAGE;
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON *s = cJSON_Duplicate(sim, 1);
+    if (!root || !s) {
+        cJSON_Delete(root);
+        cJSON_Delete(s);
+        return SN_EXIT_FAIL;
+    }
+    cJSON_AddItemToObject(root, "simulate", s);
+    cJSON *defs = cJSON_GetObjectItemCaseSensitive(s, "defaults");
+    if (!defs)
+        defs = cJSON_AddObjectToObject(s, "defaults");
+    cJSON_DeleteItemFromObjectCaseSensitive(defs, "dataset");
+    cJSON_AddItemToObject(defs, "dataset", cJSON_Duplicate(ds, 1));
+    cJSON_DeleteItemFromObjectCaseSensitive(s, "experiments");
+    cJSON_AddItemToObject(s, "experiments", cJSON_Duplicate(ex, 1));
+    struct sn_err err = {0};
+    int rc = sn_json_save(r->p_eval_recipe, root, &err);
+    cJSON_Delete(root);
+    return rc ? sn_cli_fail("run", &err) : SN_EXIT_OK;
+}
+
+static int run_stage(struct run *r, int s)
+{
+    struct argv_b b = {.n = 0};
+    char num[4][32], ckpt[PATH_MAX + 64];
+    int rc;
+    const cJSON *ev = section(r, "eval"), *bu = section(r, "build");
+    switch (s) {
+    case ST_SIMULATE:
+        common_args(r, &b, "simulate");
+        arg(&b, "-o");
+        arg(&b, r->p_traj);
+        arg(&b, "--progress");
+        arg(&b, "plain");
+        return spawn(b.a, NULL);
+    case ST_BUILD:
+        if (r->tokenizer == r->p_tok && !sn_path_exists(r->p_tok)) {
+            struct argv_b t = {.n = 0};
+            arg(&t, r->self);
+            arg(&t, "tokenize");
+            arg(&t, "--write-demo");
+            arg(&t, r->p_tok);
+            if ((rc = spawn(t.a, NULL)))
+                return rc;
+        }
+        common_args(r, &b, "build");
+        arg(&b, "-i");
+        arg(&b, r->p_traj);
+        arg(&b, "-o");
+        arg(&b, r->p_shards);
+        arg(&b, "--tokenizer");
+        arg(&b, r->tokenizer);
+        arg(&b, "--progress");
+        arg(&b, "plain");
+        return spawn(b.a, NULL);
+    case ST_TRAIN:
+        common_args(r, &b, "train");
+        arg(&b, "-i");
+        arg(&b, r->p_shards);
+        arg(&b, "-o");
+        arg(&b, r->p_train);
+        arg(&b, "--tokenizer");
+        arg(&b, r->tokenizer);
+        arg(&b, "--progress");
+        arg(&b, "plain");
+        return spawn(b.a, NULL);
+    case ST_EXPORT: {
+        if ((rc = pick_checkpoint(r, ckpt, sizeof ckpt)))
+            return rc;
+        arg(&b, r->self);
+        arg(&b, "export");
+        static char seeded[PATH_MAX + 64];
+        if (full_mode(r)) {
+            arg(&b, "--base");
+            arg(&b, ckpt);
+        } else {
+            /* LoRA on a seeded base: the trainer wrote that base to OUT/train/base */
+            const char *bs = str_key(section(r, "train"), "base");
+            if (!bs || !strcmp(bs, "tiny") || !strcmp(bs, "small")) {
+                snprintf(seeded, sizeof seeded, "%s/base", r->p_train);
+                bs = seeded;
+            }
+            arg(&b, "--base");
+            arg(&b, bs);
+            arg(&b, "--adapter");
+            arg(&b, ckpt);
+        }
+        const cJSON *ml = bu ? cJSON_GetObjectItemCaseSensitive(bu, "max_len") : NULL;
+        if (cJSON_IsNumber(ml)) {
+            snprintf(num[0], sizeof num[0], "%d", ml->valueint);
+            arg(&b, "--max-len");
+            arg(&b, num[0]);
+        }
+        arg(&b, "-o");
+        arg(&b, r->p_gguf);
+        printf("sentinel run: export %s -> %s\n", ckpt, r->p_gguf);
+        return spawn(b.a, NULL);
+    }
+    case ST_EVAL: {
+        if ((rc = write_eval_recipe(r)))
+            return rc;
+        arg(&b, r->self);
+        arg(&b, "simulate");
+        arg(&b, "--recipe");
+        arg(&b, r->p_eval_recipe);
+        arg(&b, "-o");
+        arg(&b, r->p_eval_traj);
+        arg(&b, "--progress");
+        arg(&b, "plain");
+        if ((rc = spawn(b.a, NULL)))
+            return rc;
+        struct argv_b e = {.n = 0};
+        arg(&e, r->self);
+        arg(&e, "eval");
+        arg(&e, "-i");
+        arg(&e, r->p_eval_traj);
+        arg(&e, "--train-shards");
+        arg(&e, r->p_shards);
+        arg(&e, "--json");
+        arg(&e, r->p_report_json);
+        const char *bl = str_key(ev, "baselines");
+        if (bl) {
+            arg(&e, "--baselines");
+            arg(&e, bl);
+        }
+        static const char *const nums[] = {"k", "bootstrap", "seed"};
+        static const char *const opts[] = {"--k", "--bootstrap", "--seed"};
+        for (int i = 0; i < 3; i++) {
+            const cJSON *v = ev ? cJSON_GetObjectItemCaseSensitive(ev, nums[i]) : NULL;
+            if (cJSON_IsNumber(v)) {
+                snprintf(num[i + 1], sizeof num[i + 1], "%.0f", v->valuedouble);
+                arg(&e, opts[i]);
+                arg(&e, num[i + 1]);
+            }
+        }
+        int base_n = e.n;
+        arg(&e, "--detector");
+        arg(&e, r->p_gguf);
+        rc = spawn(e.a, r->p_report);
+        r->detector_in_eval = rc == SN_EXIT_OK;
+        if (rc == SN_EXIT_UNAVAILABLE) {
+            printf("sentinel run: this build's `sentinel eval` does not take --detector yet "
+                   "(exit 3): the eval report holds the baselines only\n");
+            e.n = base_n;
+            e.a[e.n] = NULL;
+            rc = spawn(e.a, r->p_report);
+        }
+        return rc;
+    }
+    }
+    return SN_EXIT_FAIL;
+}
+
+static void stage_outputs(struct run *r, int s, const char **a, const char **b)
+{
+    *a = *b = NULL;
+    switch (s) {
+    case ST_SIMULATE: *a = r->p_traj; break;
+    case ST_BUILD: *a = r->p_shards; break;
+    case ST_TRAIN: *a = r->p_train; break;
+    case ST_EXPORT: *a = r->p_gguf; break;
+    case ST_EVAL: *a = r->p_eval; break;
+    }
+}
+
+/* The headline part of eval's table (report.txt): the groups all, domain=in and domain=out,
+** and in them the agent-level detection rows and task accuracy, every ranker and the best
+** baseline as eval prints them. */
+static void print_headline(const char *path)
+{
+    char *txt = NULL;
+    size_t len = 0;
+    struct sn_err err = {0};
+    if (sn_file_read(path, 0, &txt, &len, &err)) {
+        printf("  (no eval report: %s)\n", err.msg);
+        return;
+    }
+    static const char *const rows[] = {"-- ", "figure ", "detection accuracy (agents)",
+                                       "FPR (agents)", "FNR (agents)", "task accuracy", NULL};
+    bool on = false;
+    for (char *line = txt, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        if (!strncmp(line, "== ", 3)) {
+            on = !strcmp(line, "== all ==") || !strcmp(line, "== domain=in ==") ||
+                 !strcmp(line, "== domain=out ==");
+            if (on)
+                printf("%s\n", line);
+            continue;
+        }
+        if (!on)
+            continue;
+        for (int i = 0; rows[i]; i++)
+            if (!strncmp(line, rows[i], strlen(rows[i]))) {
+                printf("%s\n", line);
+                break;
+            }
+    }
+    sn_free(txt);
+}
+
+static void summary(struct run *r, int n_ran)
+{
+    char path[PATH_MAX + 64], ckpt[PATH_MAX + 64] = "";
+    struct sn_err err = {0};
+    cJSON *fm = NULL;
+    printf("\n== sentinel run: %s\n", n_ran ? "summary" : "summary (nothing re-ran)");
+    snprintf(path, sizeof path, "%s/final_metrics.json", r->p_train);
+    if (!sn_json_load(path, &fm, &err)) {
+        const char *best = str_key(fm, "best_checkpoint");
+        if (best)
+            snprintf(ckpt, sizeof ckpt, "%s/%s", r->p_train, best);
+    }
+    printf("  detector      %s\n", r->p_gguf);
+    printf("  checkpoint    %s%s\n", ckpt[0] ? ckpt : r->p_train,
+           full_mode(r) ? " (full-mode model directory)" : " (PEFT adapter)");
+    printf("  metrics       %s/metrics.jsonl, %s\n", r->p_train, path);
+    printf("  eval report   %s, %s\n", r->p_report, r->p_report_json);
+    const cJSON *stp = fm ? cJSON_GetObjectItemCaseSensitive(fm, "step") : NULL;
+    double step = cJSON_IsNumber(stp) ? stp->valuedouble : -1;
+    if (fm)
+        printf("  (the splits are by debate: held-out debates, on questions that other, "
+               "training debates also asked)\n");
+    for (int i = 0; fm && i < 2; i++) {
+        const char *split = i ? "test" : "validation";
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(fm, split);
+        const cJSON *acc = o ? cJSON_GetObjectItemCaseSensitive(o, "accuracy") : NULL;
+        const cJSON *al = o ? cJSON_GetObjectItemCaseSensitive(o, "align_accuracy") : NULL;
+        if (cJSON_IsNumber(acc))
+            printf("  held-out pairwise accuracy, %s split (final weights, step %.0f): "
+                   "chosen over rejected %.3f%s", split, step, acc->valuedouble,
+                   cJSON_IsNumber(al) ? "" : "\n");
+        if (cJSON_IsNumber(acc) && cJSON_IsNumber(al))
+            printf(", chosen over reference %.3f\n", al->valuedouble);
+    }
+    cJSON_Delete(fm);
+    printf("\n== eval: fresh debates on items never trained on (headline rows; the whole "
+           "table: %s)\n", r->p_report);
+    print_headline(r->p_report);
+    const cJSON *sev = cJSON_GetObjectItemCaseSensitive(r->state, "eval_detector");
+    if (!cJSON_IsTrue(sev))
+        printf("\nsentinel run: the detector is NOT in the eval figures above: this build's "
+               "`sentinel eval` does not take --detector yet (exit 3). Its held-out pairwise "
+               "accuracy is the trainer's figure above.\n");
+}
 
 int sn_cmd_run(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: sentinel run ...\n\nThis stage is not part of this build yet "
-               "(see README.md, 'Status').\n");
-        return SN_EXIT_OK;
+    static const struct option opts[] = {
+        {"out", required_argument, NULL, 'o'},  {"from", required_argument, NULL, 'F'},
+        {"force", no_argument, NULL, 'f'},      {"set", required_argument, NULL, 's'},
+        {"to", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+    struct run r = {0};
+    const char *out = NULL;
+    int from = N_STAGES, to = N_STAGES - 1;
+    r.sets = calloc((size_t)argc + 1, sizeof *r.sets);
+    if (!r.sets)
+        return SN_EXIT_FAIL;
+    optind = 1;
+    opterr = 0;
+    int rc = SN_EXIT_OK;
+    for (;;) {
+        int c = getopt_long(argc, argv, "ho:", opts, NULL);
+        if (c == -1)
+            break;
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'f': from = 0; break;
+        case 's': r.sets[r.n_sets++] = optarg; break;
+        case 'T':
+        case 'F': {
+            int i = 0;
+            while (i < N_STAGES && strcmp(optarg, stage_names[i]))
+                i++;
+            if (i == N_STAGES) {
+                free(r.sets);
+                return sn_cli_usage_error("run", "%s: unknown stage '%s' (simulate, build, "
+                                          "train, export, eval)", c == 'T' ? "--to" : "--from",
+                                          optarg);
+            }
+            if (c == 'T')
+                to = i;
+            else if (i < from)
+                from = i;
+            break;
+        }
+        case 'h': usage(stdout); free(r.sets); return SN_EXIT_OK;
+        default:
+            free(r.sets);
+            return sn_cli_usage_error("run", "unknown or incomplete option '%s'",
+                                      argv[optind - 1]);
+        }
     }
-    return sn_cli_unavailable("run", "this stage is not part of this build yet "
-                                    "(see README.md, 'Status')");
+    if (optind + 1 != argc) {
+        free(r.sets);
+        return sn_cli_usage_error("run", optind < argc ? "one RECIPE expected" : "RECIPE missing");
+    }
+    r.recipe_path = argv[optind];
+    struct sn_err err = {0};
+    if (sn_recipe_load(r.recipe_path, r.sets, r.n_sets, &r.recipe, &err)) {
+        free(r.sets);
+        return sn_cli_fail("run", &err);
+    }
+    if (!out)
+        out = str_key(r.recipe, "out_dir");
+    if (!out) {
+        rc = sn_cli_usage_error("run", "no output directory: give -o OUT or the recipe's out_dir");
+        goto done;
+    }
+    ssize_t n = readlink("/proc/self/exe", r.self, sizeof r.self - 1);
+    if (n <= 0) {
+        fprintf(stderr, "sentinel run: cannot find this executable: %s\n", strerror(errno));
+        rc = SN_EXIT_FAIL;
+        goto done;
+    }
+    r.self[n] = '\0';
+    snprintf(r.out, sizeof r.out, "%s", out);
+    snprintf(r.state_path, sizeof r.state_path, "%s/run.json", r.out);
+    snprintf(r.p_traj, sizeof r.p_traj, "%s/trajectories", r.out);
+    snprintf(r.p_shards, sizeof r.p_shards, "%s/shards", r.out);
+    snprintf(r.p_tok, sizeof r.p_tok, "%s/tokenizer.json", r.out);
+    snprintf(r.p_train, sizeof r.p_train, "%s/train", r.out);
+    snprintf(r.p_gguf, sizeof r.p_gguf, "%s/detector.gguf", r.out);
+    snprintf(r.p_eval, sizeof r.p_eval, "%s/eval", r.out);
+    snprintf(r.p_eval_traj, sizeof r.p_eval_traj, "%s/eval/trajectories", r.out);
+    snprintf(r.p_eval_recipe, sizeof r.p_eval_recipe, "%s/eval/simulate.json", r.out);
+    snprintf(r.p_report, sizeof r.p_report, "%s/eval/report.txt", r.out);
+    snprintf(r.p_report_json, sizeof r.p_report_json, "%s/eval/report.json", r.out);
+    r.tokenizer = str_key(section(&r, "build"), "tokenizer");
+    if (!r.tokenizer)
+        r.tokenizer = r.p_tok;
+    if (sn_mkdirs(r.out, &err)) {
+        rc = sn_cli_fail("run", &err);
+        goto done;
+    }
+    if (sn_path_exists(r.state_path)) {
+        if (sn_json_load(r.state_path, &r.state, &err)) {
+            rc = sn_cli_fail("run", &err);
+            goto done;
+        }
+    } else {
+        r.state = cJSON_CreateObject();
+        cJSON_AddStringToObject(r.state, "schema", "sentinel.run/1");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(r.state, "recipe");
+    cJSON_AddStringToObject(r.state, "recipe", r.recipe_path);
+
+    signal(SIGINT, forward_signal);
+    signal(SIGTERM, forward_signal);
+    bool upstream_ran = false;
+    int n_ran = 0;
+    for (int s = 0; s <= to && !rc; s++) {
+        stage_key(&r, s);
+        const cJSON *st = stage_state(&r, s);
+        const char *key = str_key(st, "key"), *state = str_key(st, "state");
+        bool same = key && !strcmp(key, r.key[s]);
+        bool forced = s >= from || upstream_ran;
+        if (same && state && !strcmp(state, "done") && !forced) {
+            printf("sentinel run: %-8s up to date (skipped)\n", stage_names[s]);
+            continue;
+        }
+        const char *o1, *o2;
+        stage_outputs(&r, s, &o1, &o2);
+        const char *why;
+        if (same && state && !strcmp(state, "running") && !forced) {
+            why = "resuming after an interrupted run";
+        } else {
+            why = !st ? "first run" : forced ? (s >= from ? "asked to re-run" : "an earlier "
+                  "stage re-ran") : "settings or inputs changed";
+            if (remove_tree(o1) || (o2 && remove_tree(o2))) {
+                rc = SN_EXIT_FAIL;
+                break;
+            }
+            if (s == ST_BUILD && r.tokenizer == r.p_tok)
+                unlink(r.p_tok);
+            if (s == ST_EVAL)
+                cJSON_DeleteItemFromObjectCaseSensitive(r.state, "eval_detector");
+        }
+        printf("\n== sentinel run: %s (%s)\n", stage_names[s], why);
+        if ((rc = save_state(&r, s, "running")))
+            break;
+        if (s == ST_EVAL && sn_mkdirs(r.p_eval, &err)) {
+            rc = sn_cli_fail("run", &err);
+            break;
+        }
+        int st_rc = run_stage(&r, s);
+        if (st_rc) {
+            fprintf(stderr, "sentinel run: stage %s failed (exit %d); re-run `sentinel run %s` "
+                            "to resume\n", stage_names[s], st_rc, r.recipe_path);
+            rc = st_rc == SN_EXIT_USAGE ? SN_EXIT_USAGE : SN_EXIT_FAIL;
+            break;
+        }
+        if (s == ST_EVAL) {
+            cJSON_DeleteItemFromObjectCaseSensitive(r.state, "eval_detector");
+            cJSON_AddBoolToObject(r.state, "eval_detector", r.detector_in_eval);
+        }
+        if ((rc = save_state(&r, s, "done")))
+            break;
+        upstream_ran = true;
+        n_ran++;
+    }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (!rc && to < N_STAGES - 1) {
+        printf("sentinel run: stopped after %s (--to)\n", stage_names[to]);
+    } else if (!rc) {
+        if (!n_ran)
+            printf("sentinel run: nothing to do: every stage is up to date in %s\n", r.out);
+        summary(&r, n_ran);
+    }
+done:
+    cJSON_Delete(r.recipe);
+    cJSON_Delete(r.state);
+    free(r.sets);
+    return rc;
 }
