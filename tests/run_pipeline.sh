@@ -7,7 +7,7 @@ src=${SENTINEL_SRC:?}
 tmp="${SENTINEL_TMP:-/tmp}/run_pipeline"
 rm -rf "$tmp" && mkdir -p "$tmp"
 recipe="$src/recipes/quickstart.json"
-small=(--set simulate.defaults.dataset.n=24 --set build.max_len=192
+small=(--set simulate.defaults.dataset.n=24
        --set train.max_steps=12 --set train.eval_every=6 --set train.save_every=6
        --set eval.dataset.n=8 --set eval.bootstrap=0)
 fail() { echo "FAIL: $*"; exit 1; }

@@ -312,7 +312,7 @@ static int len_scorer(void *ctx, const char *context, const char *response, floa
 static void test_scorer_ranker(void)
 {
     struct rec_scorer rs = {0};
-    struct sn_defense_scorer sc = {len_scorer, &rs};
+    struct sn_defense_scorer sc = {.score = len_scorer, .ctx = &rs};
     struct sn_detect_ranker r = sn_detect_scorer_ranker(&sc);
     CHECK(strcmp(r.name, "detector") == 0);
     struct sn_detect_msg msgs[2] = {{1, "abc", "A"}, {3, "abcdef", "B"}};

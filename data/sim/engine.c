@@ -63,7 +63,7 @@ struct debate {
     struct sn_buf prompt_sys, prompt_user, peers_txt;
 };
 
-static struct msg *M(struct debate *d, int t, int k) { return &d->m[(size_t)t * d->n + k]; }
+static struct msg *M(const struct debate *d, int t, int k) { return &d->m[(size_t)t * d->n + k]; }
 
 static struct sn_llm_backend *slot_backend(const struct debate *d, int k)
 {
