@@ -387,6 +387,7 @@ static void test_build(void)
                      sv.items[SN_SPLIT_TEST], log, log) == 0);
     CHECK(sn_test_sh("'%s' inspect --json '%s' | grep -q '\"shared\":[[:space:]]*0'", bin,
                      out) == 0);
+    cJSON_Delete(sv.item_split);
     /* the same settings again: deterministic, nothing to do */
     CHECK(sn_tuples_build(&p, &rep, &err) == SN_OK && rep.was_complete);
 
