@@ -29,7 +29,8 @@ static void on_signal(int sig)
 
 static const char *const build_keys[] = {
     "inputs", "out", "tokenizer", "max_len", "shard_size", "max_pairs", "seed",
-    "validation_fraction", "test_fraction", "split_seed", "history_sentences", "history_chars",
+    "validation_fraction", "test_fraction", "split_seed", "split_by", "validation", "test",
+    "history_sentences", "history_chars",
     "dedup", "skip_bad", "deflate_level", "summary", "reference", "summary_endpoint",
     "reference_endpoint", "summary_sentences", NULL};
 
@@ -63,7 +64,8 @@ static void usage(FILE *f)
 "  -h, --help             this help\n"
 "\n"
 "Recipe keys (section `build`): inputs (path or list), out, tokenizer, max_len, shard_size,\n"
-"max_pairs, seed, validation_fraction (0.05), test_fraction (0.05), split_seed (0),\n"
+"max_pairs, seed, split_by (item), validation_fraction (0.1), test_fraction (0.1),\n"
+"split_seed (0), validation and test (lists of split_by values),\n"
 "history_sentences (2), history_chars (300), dedup (true), skip_bad (false),\n"
 "deflate_level (1), summary, summary_endpoint, summary_sentences (3), reference,\n"
 "reference_endpoint:\n"
@@ -76,6 +78,13 @@ static void usage(FILE *f)
 "    (prompt sentinel-reference/1, given the gold answer); a model reference in which the\n"
 "    gold answer is not found is replaced by the templated one and counted as\n"
 "    reference_fallback.\n"
+"  split_by \"item\" (default): every tuple of a question (dataset + item id), over all\n"
+"    its debates and replicates, goes to one split, drawn by a hash of split_seed and the\n"
+"    item with the fractions; \"dataset\", \"model\" (the honest agents'), \"scenario\" or\n"
+"    \"experiment\" hold out whole values of that field instead. validation / test: lists\n"
+"    of values held out by name (every other value trains; no fractions then), e.g.\n"
+"    {\"split_by\": \"dataset\", \"test\": [\"medmcqa\"]}. Trajectories labelled\n"
+"    labels.split = \"ood\" go to the ood split only, never to train or validation.\n"
 "  An endpoint is an object in the format of simulate.endpoints (docs/openai.md), or the\n"
 "  name of an entry there. Requests use temperature 0 and a seed derived from the\n"
 "  trajectory id and round, so with the endpoint's cache_dir a re-run makes no request and\n"
@@ -224,6 +233,43 @@ static int from_recipe(const cJSON *recipe, struct sn_build_params *p, const cha
     p->deflate_level = (int)deflate;
     t->seed = (uint64_t)seed;
     t->split_seed = (uint64_t)split_seed;
+    const char *split_by = "item";
+    if ((rc = sn_json_get_string(sec, "build", "split_by", split_by, &split_by, err)))
+        return rc;
+    if ((rc = sn_split_by_parse(split_by, &t->split_by, err)))
+        return sn_err_wrap(err, "recipe: build");
+    static const char *const lists[] = {"validation", "test"};
+    for (int l = 0; l < 2; l++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(sec, lists[l]), *e;
+        if (!a)
+            continue;
+        if (!cJSON_IsArray(a))
+            return sn_err_set(err, SN_E_ARG, "recipe: build.%s: expected a list of %s values",
+                              lists[l], split_by);
+        if (cJSON_HasObjectItem(sec, "validation_fraction") ||
+            cJSON_HasObjectItem(sec, "test_fraction"))
+            return sn_err_set(err, SN_E_ARG, "recipe: build.%s lists the held-out values; "
+                              "drop build.validation_fraction / build.test_fraction", lists[l]);
+        size_t n = (size_t)cJSON_GetArraySize(a), k = 0;
+        const char **v = calloc(n ? n : 1, sizeof *v);
+        if (!v)
+            return sn_err_set(err, SN_E_NOMEM, "out of memory");
+        cJSON_ArrayForEach(e, a) {
+            if (!cJSON_IsString(e)) {
+                free(v);
+                return sn_err_set(err, SN_E_ARG, "recipe: build.%s[%zu]: expected a string",
+                                  lists[l], k);
+            }
+            v[k++] = e->valuestring;
+        }
+        if (l == 0) {
+            t->validation_values = v;
+            t->n_validation_values = n;
+        } else {
+            t->test_values = v;
+            t->n_test_values = n;
+        }
+    }
     if (!strcmp(summary, "llm")) {
         if ((rc = resolve_endpoint(recipe, sec, "summary_endpoint", "build.summary = \"llm\"",
                                    sum_ep, err)))
@@ -425,7 +471,8 @@ int sn_cmd_build(int argc, char **argv)
     if (cp.bar) {
         if (!rc)
             sn_progress_update(cp.bar, (uint64_t)(rep.per_split[SN_SPLIT_TRAIN] +
-                               rep.per_split[SN_SPLIT_VALIDATION] + rep.per_split[SN_SPLIT_TEST]),
+                               rep.per_split[SN_SPLIT_VALIDATION] + rep.per_split[SN_SPLIT_TEST] +
+                               rep.per_split[SN_SPLIT_OOD]),
                                NULL);
         sn_progress_finish(cp.bar, rc ? "stopped" : "done");
     }
@@ -437,10 +484,11 @@ int sn_cmd_build(int argc, char **argv)
         status = sn_cli_fail("build", &err);
     } else {
         printf("build: %s%zu input file(s) -> %s: %" PRId64 " train, %" PRId64 " validation, "
-               "%" PRId64 " test tuples in %zu shard(s)\n",
+               "%" PRId64 " test, %" PRId64 " ood tuples in %zu shard(s)\n",
                rep.was_complete ? "(already complete) " : rep.resumed ? "(resumed) " : "",
                rep.n_inputs, out, rep.per_split[SN_SPLIT_TRAIN],
-               rep.per_split[SN_SPLIT_VALIDATION], rep.per_split[SN_SPLIT_TEST], rep.n_shards);
+               rep.per_split[SN_SPLIT_VALIDATION], rep.per_split[SN_SPLIT_TEST],
+               rep.per_split[SN_SPLIT_OOD], rep.n_shards);
         printf("build: read %" PRIu64 " trajectories, %" PRIu64 " rounds; skipped:",
                rep.counts[SN_TC_TRAJECTORIES], rep.counts[SN_TC_ROUNDS]);
         for (int k = SN_TC_BAD_LINES; k < SN_TC_COUNT; k++)
@@ -456,6 +504,8 @@ done:
     sn_llm_backend_close(llm.summary);
     sn_llm_backend_close(llm.reference);
     cJSON_Delete(recipe);
+    free((void *)p.tuples.validation_values);
+    free((void *)p.tuples.test_values);
     free(inputs);
     free(sets);
     free(in_list);

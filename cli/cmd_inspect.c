@@ -219,6 +219,67 @@ static int inspect_shard(const char *path, const struct opts *o)
 
 /* ---- manifest ----------------------------------------------------------------------------- */
 
+/* Items (dataset/item_id) per split, read from every shard's metadata. shared = items in more
+** than one of train, validation, test (a leak; `example` names one); ood_elsewhere = ood items
+** that also occur in another split (reported, not an error: an out-of-domain experiment may
+** reuse the questions). */
+struct split_items {
+    int64_t items[SN_SPLIT_COUNT];
+    int64_t shared, ood_elsewhere;
+    char    example[256];
+};
+
+static int count_split_items(const struct sn_manifest *m, struct split_items *si,
+                             struct sn_err *err)
+{
+    struct sn_strmap map = {0};
+    char **paths = NULL, key[1024];
+    size_t n = 0;
+    memset(si, 0, sizeof *si);
+    int rc = sn_manifest_paths(m, SN_SPLIT_COUNT, &paths, &n, err);
+    for (size_t s = 0; s < n && !rc; s++) {
+        struct sn_shard_reader *r = NULL;
+        rc = sn_shard_reader_open(paths[s], NULL, &r, err);
+        size_t cnt = r ? sn_shard_reader_count(r) : 0;
+        for (size_t i = 0; i < cnt && !rc; i++) {
+            struct sn_tuple_meta me;
+            rc = sn_shard_reader_meta(r, i, &me, err);
+            if (rc || (unsigned)me.split >= SN_SPLIT_COUNT)
+                break;
+            int len = snprintf(key, sizeof key, "%s/%s", me.dataset ? me.dataset : "",
+                               me.item_id ? me.item_id : "");
+            if (len < 0 || (size_t)len >= sizeof key)
+                len = (int)sizeof key - 1;
+            rc = sn_strmap_put(&map, key, (size_t)len, 0, NULL, err);
+            if (!rc)
+                *sn_strmap_find(&map, key, (size_t)len) |= (size_t)1 << me.split;
+        }
+        if (rc)
+            sn_err_wrap(err, "%s", paths[s]);
+        sn_shard_reader_close(r);
+    }
+    const size_t held = (1u << SN_SPLIT_TRAIN) | (1u << SN_SPLIT_VALIDATION) |
+                        (1u << SN_SPLIT_TEST);
+    for (size_t i = 0; !rc && i < map.cap; i++) {
+        if (!map.slots[i].key)
+            continue;
+        size_t v = map.slots[i].val, h = v & held;
+        for (int k = 0; k < SN_SPLIT_COUNT; k++)
+            si->items[k] += (v >> k) & 1;
+        if (h & (h - 1)) {
+            /* the smallest key, so the message does not depend on slot order */
+            if (!si->shared++ || strcmp(map.slots[i].key, si->example) < 0)
+                snprintf(si->example, sizeof si->example, "%s", map.slots[i].key);
+        }
+        if ((v >> SN_SPLIT_OOD & 1) && (v & held))
+            si->ood_elsewhere++;
+    }
+    sn_strmap_free(&map);
+    if (paths)
+        sn_paths_free(paths, n);
+    return rc;
+}
+
 static int inspect_manifest(const char *path, const struct opts *o)
 {
     struct sn_err err = {0};
@@ -228,6 +289,23 @@ static int inspect_manifest(const char *path, const struct opts *o)
     int status = SN_EXIT_OK;
     if (o->verify && sn_manifest_verify(m, &err))
         status = sn_cli_fail("inspect", &err);
+    struct split_items si;
+    bool have_items = false;
+    if (!status && m->complete) {
+        if (count_split_items(m, &si, &err))
+            status = sn_cli_fail("inspect", &err);
+        else
+            have_items = true;
+    }
+    if (have_items && o->json) {
+        cJSON *it = cJSON_AddObjectToObject(m->json, "split_items");
+        for (int k = 0; it && k < SN_SPLIT_COUNT; k++)
+            cJSON_AddNumberToObject(it, sn_split_name((enum sn_split)k), (double)si.items[k]);
+        if (it) {
+            cJSON_AddNumberToObject(it, "shared", (double)si.shared);
+            cJSON_AddNumberToObject(it, "ood_also_elsewhere", (double)si.ood_elsewhere);
+        }
+    }
     if (o->json) {
         char *s = cJSON_Print(m->json);
         if (s)
@@ -244,9 +322,23 @@ static int inspect_manifest(const char *path, const struct opts *o)
                cJSON_IsString(tk) ? tk->valuestring : "?",
                cJSON_IsString(tp) ? tp->valuestring : "?",
                cJSON_IsNumber(ml) ? ml->valuedouble : 0.0);
-        printf("  tuples         %" PRId64 " train, %" PRId64 " validation, %" PRId64 " test in "
-               "%zu shards\n", m->counts[SN_SPLIT_TRAIN], m->counts[SN_SPLIT_VALIDATION],
-               m->counts[SN_SPLIT_TEST], m->n_shards);
+        printf("  tuples         %" PRId64 " train, %" PRId64 " validation, %" PRId64 " test, "
+               "%" PRId64 " ood in %zu shards\n", m->counts[SN_SPLIT_TRAIN],
+               m->counts[SN_SPLIT_VALIDATION], m->counts[SN_SPLIT_TEST], m->counts[SN_SPLIT_OOD],
+               m->n_shards);
+        const cJSON *set = cJSON_GetObjectItemCaseSensitive(j, "settings");
+        const cJSON *sb = cJSON_GetObjectItemCaseSensitive(set, "split_by");
+        if (have_items) {
+            printf("  items          %" PRId64 " train, %" PRId64 " validation, %" PRId64 " test, "
+                   "%" PRId64 " ood (split by %s)\n", si.items[SN_SPLIT_TRAIN],
+                   si.items[SN_SPLIT_VALIDATION], si.items[SN_SPLIT_TEST], si.items[SN_SPLIT_OOD],
+                   cJSON_IsString(sb) ? sb->valuestring : "trajectory (an older build)");
+            if (!si.shared)
+                printf("  no item is shared by train, validation and test\n");
+            if (si.ood_elsewhere)
+                printf("  %" PRId64 " ood item(s) also occur in another split (the same "
+                       "question under an in-domain experiment)\n", si.ood_elsewhere);
+        }
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "stats"), *e;
         if (cJSON_IsObject(st)) {
             printf("  stats         ");
@@ -258,6 +350,25 @@ static int inspect_manifest(const char *path, const struct opts *o)
                    sn_split_name(m->shards[i].split), m->shards[i].count, m->shards[i].sha256);
         if (o->verify && !status)
             printf("  verified: every shard matches its SHA-256\n");
+    }
+    if (have_items && si.shared) {
+        /* split_by model, scenario or experiment hold out values that share questions by
+        ** design: a warning; an item or dataset split must never share one: an error */
+        const cJSON *set = cJSON_GetObjectItemCaseSensitive(m->json, "settings");
+        const cJSON *sb = cJSON_GetObjectItemCaseSensitive(set, "split_by");
+        bool by_value = cJSON_IsString(sb) && strcmp(sb->valuestring, "item") &&
+                        strcmp(sb->valuestring, "dataset");
+        if (by_value) {
+            fprintf(stderr, "sentinel inspect: WARNING: %" PRId64 " item(s) occur in more than "
+                    "one of train, validation and test (e.g. %s): split by %s, the held-out "
+                    "splits share questions with train\n", si.shared, si.example,
+                    sb->valuestring);
+        } else {
+            fprintf(stderr, "sentinel inspect: ERROR: %" PRId64 " item(s) occur in more than "
+                    "one of train, validation and test (e.g. %s): held-out numbers from these "
+                    "shards are not honest\n", si.shared, si.example);
+            status = SN_EXIT_FAIL;
+        }
     }
     sn_manifest_free(m);
     return status;

@@ -99,10 +99,17 @@ static cJSON *make_settings(const struct sn_build_params *p, char **paths, size_
     cJSON_AddNumberToObject(s, "max_pairs", (double)t->max_pairs);
     snprintf(num, sizeof num, "%" PRIu64, t->seed);
     cJSON_AddStringToObject(s, "seed", num);
+    cJSON_AddStringToObject(s, "split_by", sn_split_by_name(t->split_by));
     cJSON_AddNumberToObject(s, "validation_fraction", t->validation_fraction);
     cJSON_AddNumberToObject(s, "test_fraction", t->test_fraction);
     snprintf(num, sizeof num, "%" PRIu64, t->split_seed);
     cJSON_AddStringToObject(s, "split_seed", num);
+    cJSON *va = cJSON_AddArrayToObject(s, "validation"), *te = cJSON_AddArrayToObject(s, "test");
+    for (size_t i = 0; va && i < t->n_validation_values; i++)
+        cJSON_AddItemToArray(va, cJSON_CreateString(t->validation_values[i]));
+    for (size_t i = 0; te && i < t->n_test_values; i++)
+        cJSON_AddItemToArray(te, cJSON_CreateString(t->test_values[i]));
+    cJSON_AddStringToObject(s, "ood", "labels.split=ood");
     cJSON_AddNumberToObject(s, "history_sentences", (double)t->history_sentences);
     cJSON_AddNumberToObject(s, "history_chars", (double)t->history_chars);
     cJSON_AddBoolToObject(s, "dedup", t->dedup);

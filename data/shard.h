@@ -34,8 +34,9 @@ enum sn_field { SN_FIELD_CONTEXT, SN_FIELD_CHOSEN, SN_FIELD_REJECTED, SN_FIELD_R
 const char *sn_field_name(enum sn_field f); /* "context", "chosen", "rejected", "reference" */
 
 /* Deterministic split by trajectory (data/tuples.h: sn_tuples_split). */
-enum sn_split { SN_SPLIT_TRAIN, SN_SPLIT_VALIDATION, SN_SPLIT_TEST, SN_SPLIT_COUNT };
-const char *sn_split_name(enum sn_split s); /* "train", "validation", "test" */
+enum sn_split { SN_SPLIT_TRAIN, SN_SPLIT_VALIDATION, SN_SPLIT_TEST, SN_SPLIT_OOD,
+                SN_SPLIT_COUNT };
+const char *sn_split_name(enum sn_split s); /* "train", "validation", "test", "ood" */
 int sn_split_parse(const char *name, enum sn_split *out, struct sn_err *err);
 
 /* Per-tuple metadata. Strings may be NULL (stored as ""). cut_* are indexed by field; the

@@ -6,7 +6,7 @@
 #include <string.h>
 
 const char *const sn_shard_field_names[] = {"context", "chosen", "rejected", "reference"};
-const char *const sn_shard_split_names[] = {"train", "validation", "test"};
+const char *const sn_shard_split_names[] = {"train", "validation", "test", "ood"};
 _Static_assert(sizeof sn_shard_field_names / sizeof sn_shard_field_names[0] == SN_FIELD_COUNT,
                "fields");
 _Static_assert(sizeof sn_shard_split_names / sizeof sn_shard_split_names[0] == SN_SPLIT_COUNT,

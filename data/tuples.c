@@ -36,23 +36,88 @@ struct sn_tuples_params sn_tuples_default_params(void)
 {
     struct sn_tuples_params p;
     memset(&p, 0, sizeof p);
-    p.validation_fraction = 0.05;
-    p.test_fraction = 0.05;
+    p.validation_fraction = 0.1;
+    p.test_fraction = 0.1;
     p.history_sentences = 2;
     p.history_chars = 300;
     p.dedup = true;
     return p;
 }
 
-enum sn_split sn_tuples_split(const char *trajectory_id, const struct sn_tuples_params *p)
+static const char *const split_by_names[] = {"item", "dataset", "model", "scenario",
+                                              "experiment"};
+_Static_assert(sizeof split_by_names / sizeof split_by_names[0] == SN_SPLIT_BY_COUNT, "split_by");
+
+const char *sn_split_by_name(enum sn_split_by b)
 {
+    return (unsigned)b < SN_SPLIT_BY_COUNT ? split_by_names[b] : "?";
+}
+
+int sn_split_by_parse(const char *name, enum sn_split_by *out, struct sn_err *err)
+{
+    for (int k = 0; k < SN_SPLIT_BY_COUNT; k++)
+        if (name && !strcmp(name, split_by_names[k])) {
+            *out = (enum sn_split_by)k;
+            return SN_OK;
+        }
+    return sn_err_set(err, SN_E_ARG, "split_by = \"%s\": expected item, dataset, model, "
+                      "scenario or experiment", name ? name : "(null)");
+}
+
+const char *sn_split_value(const struct sn_traj *t, enum sn_split_by by, char *buf, size_t n)
+{
+    switch (by) {
+    case SN_SPLIT_BY_DATASET:
+        return t->dataset ? t->dataset : "";
+    case SN_SPLIT_BY_SCENARIO:
+        return t->scenario ? t->scenario : "";
+    case SN_SPLIT_BY_EXPERIMENT:
+        return t->experiment ? t->experiment : "";
+    case SN_SPLIT_BY_MODEL: {
+        const char *m = NULL;
+        for (size_t i = 0; i < t->n_agents && !m; i++)
+            if (t->agents[i].role == SN_ROLE_HONEST)
+                m = t->agents[i].model;
+        if (!m && t->n_agents)
+            m = t->agents[0].model;
+        return m ? m : "";
+    }
+    default:
+        snprintf(buf, n, "%s/%s", t->dataset ? t->dataset : "", t->item_id ? t->item_id : "");
+        return buf;
+    }
+}
+
+static bool listed(const char *v, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] && !strcmp(list[i], v))
+            return true;
+    return false;
+}
+
+enum sn_split sn_tuples_split(const struct sn_traj *t, const struct sn_tuples_params *p)
+{
+    char lb[64], buf[1024];
+    const char *ood = sn_traj_label(t, "split", lb, sizeof lb);
+    if (ood && !strcmp(ood, "ood"))
+        return SN_SPLIT_OOD;
+    const char *v = sn_split_value(t, p->split_by, buf, sizeof buf);
+    if (p->n_validation_values || p->n_test_values) {
+        if (listed(v, p->test_values, p->n_test_values))
+            return SN_SPLIT_TEST;
+        if (listed(v, p->validation_values, p->n_validation_values))
+            return SN_SPLIT_VALIDATION;
+        return SN_SPLIT_TRAIN;
+    }
     struct sn_sha256 h;
     uint8_t d[32];
-    char salt[64];
-    int n = snprintf(salt, sizeof salt, "sentinel-split/1\n%" PRIu64 "\n", p->split_seed);
+    char salt[96];
+    int n = snprintf(salt, sizeof salt, "sentinel-split/2\n%" PRIu64 "\n%s\n", p->split_seed,
+                     sn_split_by_name(p->split_by));
     sn_sha256_init(&h);
     sn_sha256_update(&h, salt, (size_t)n);
-    sn_sha256_update(&h, trajectory_id, strlen(trajectory_id));
+    sn_sha256_update(&h, v, strlen(v));
     sn_sha256_final(&h, d);
     uint64_t x = 0;
     for (int i = 0; i < 8; i++)
@@ -274,6 +339,17 @@ int sn_tuples_create(const struct sn_tuples_params *p, struct sn_tuples **out, s
         return sn_err_set(err, SN_E_ARG, "build: validation_fraction %g + test_fraction %g must "
                           "be fractions summing to at most 1", p->validation_fraction,
                           p->test_fraction);
+    if ((unsigned)p->split_by >= SN_SPLIT_BY_COUNT)
+        return sn_err_set(err, SN_E_ARG, "build: split_by %d is out of range", (int)p->split_by);
+    for (size_t i = 0; i < p->n_test_values; i++)
+        if (!p->test_values[i] || listed(p->test_values[i], p->validation_values,
+                                         p->n_validation_values))
+            return sn_err_set(err, SN_E_ARG, "build: %s \"%s\" is listed for both validation "
+                              "and test", sn_split_by_name(p->split_by),
+                              p->test_values[i] ? p->test_values[i] : "(null)");
+    for (size_t i = 0; i < p->n_validation_values; i++)
+        if (!p->validation_values[i])
+            return sn_err_set(err, SN_E_ARG, "build: a NULL validation value");
     struct sn_tuples *b = sn_calloc(1, sizeof *b);
     if (!b)
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
@@ -442,7 +518,7 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
     int *chosen_agent = NULL;
     struct pair *pairs = NULL;
     uint64_t before = b->counts[SN_TC_TUPLES];
-    enum sn_split split = sn_tuples_split(t->id, &b->p);
+    enum sn_split split = sn_tuples_split(t, &b->p);
     int rc = SN_OK;
     b->counts[SN_TC_TRAJECTORIES]++;
 

@@ -19,7 +19,9 @@
 ** Pairs: every (chosen, rejected) pair of the round, hardest negatives first; or at most
 ** max_pairs per round: the hardest first, ties broken by a seeded shuffle.
 ** Duplicates (same SHA-256 of the four texts) are dropped, the first one kept. The split is a
-** function of the trajectory id alone (sn_tuples_split), so one debate never spans splits.
+** function of one field of the trajectory (sn_tuples_split): by default its item (dataset +
+** item id), so every debate and replicate of a question lands on the same side; trajectories
+** labelled out-of-domain (labels.split = "ood") go to the ood split only.
 ** Ownership: builders own their state; tuples passed to callbacks are borrowed for the call. */
 #ifndef SN_DATA_TUPLES_H
 #define SN_DATA_TUPLES_H
@@ -28,7 +30,7 @@
 #include "data/trajectory.h"
 #include "tokenizer/template.h"
 
-#define SN_TUPLES_BUILDER_ID "sentinel-tuples/1" /* the selection rules above, versioned */
+#define SN_TUPLES_BUILDER_ID "sentinel-tuples/2" /* the selection rules above, versioned */
 
 enum sn_rejected_kind { SN_REJ_ADVERSARY, SN_REJ_TAMPERED, SN_REJ_MISLED, SN_REJ_WRONG,
                         SN_REJ_COUNT };
@@ -54,12 +56,29 @@ enum sn_tuples_count {
 };
 const char *sn_tuples_count_name(enum sn_tuples_count k); /* "no_chosen", ... (JSON keys) */
 
+/* The field whose values are held out (docs/formats.md "Tuple selection"). */
+enum sn_split_by { SN_SPLIT_BY_ITEM, SN_SPLIT_BY_DATASET, SN_SPLIT_BY_MODEL,
+                   SN_SPLIT_BY_SCENARIO, SN_SPLIT_BY_EXPERIMENT, SN_SPLIT_BY_COUNT };
+const char *sn_split_by_name(enum sn_split_by b); /* "item", "dataset", ... */
+int sn_split_by_parse(const char *name, enum sn_split_by *out, struct sn_err *err);
+/* The trajectory's value of the field: item = "<dataset>/<item_id>"; model = the model of its
+** first honest agent (else of its first agent, else ""); experiment "" when absent. The
+** returned string is borrowed from t or written into buf. */
+const char *sn_split_value(const struct sn_traj *t, enum sn_split_by by, char *buf, size_t n);
+
 struct sn_tuples_params {
     size_t   max_pairs;            /* per round; 0 = all pairs */
     uint64_t seed;                 /* for the max_pairs sample */
-    double   validation_fraction;  /* default 0.05 */
-    double   test_fraction;        /* default 0.05 */
+    enum sn_split_by split_by;     /* default SN_SPLIT_BY_ITEM */
+    double   validation_fraction;  /* of the split_by values; default 0.1 */
+    double   test_fraction;        /* default 0.1 */
     uint64_t split_seed;           /* salt of the split hash; default 0 */
+    /* Explicit hold-out (borrowed): when either list is non-empty the listed values go to
+    ** validation / test, every other value to train, and the fractions are not used. */
+    const char *const *validation_values;
+    size_t   n_validation_values;
+    const char *const *test_values;
+    size_t   n_test_values;
     size_t   history_sentences;    /* sentences per history entry; default 2 */
     size_t   history_chars;        /* cap per history entry, in bytes; default 300 */
     bool     dedup;                /* default true */
@@ -90,10 +109,11 @@ struct sn_tuple {
 };
 typedef int (*sn_tuple_fn)(void *user, const struct sn_tuple *t, struct sn_err *err);
 
-/* The split of a trajectory: u = first 8 bytes (big-endian) of
-** SHA-256("sentinel-split/1\n<split_seed>\n<id>") / 2^64; train when u < 1 - v - t,
-** validation when u < 1 - t, else test. */
-enum sn_split sn_tuples_split(const char *trajectory_id, const struct sn_tuples_params *p);
+/* The split of a trajectory: ood when its label split is "ood"; else, with explicit lists,
+** validation / test when its split_by value is listed there, train otherwise; else
+** u = top 53 bits of SHA-256("sentinel-split/2\n<split_seed>\n<split_by>\n<value>") / 2^53
+** and train when u < 1 - v - t, validation when u < 1 - t, else test. */
+enum sn_split sn_tuples_split(const struct sn_traj *t, const struct sn_tuples_params *p);
 /* SHA-256 (hex) of the four texts, each preceded by its byte length as 8 bytes
 ** little-endian (so no two different tuples share a preimage). */
 void sn_tuples_hash(const char *const text[SN_FIELD_COUNT], char hex[65]);

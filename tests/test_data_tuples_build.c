@@ -3,7 +3,7 @@
 **   - every sequence in the shards fits max_len, is a ChatML rendering (starts with
 **     <|im_start|>, ends with <|im_end|> "\n"), keeps the task, and keeps the END of its
 **     response (the answer) even when truncation cut it;
-**   - one trajectory never spans two splits; shard attributes agree with tuple metadata;
+**   - one item (question) never spans two splits; shard attributes agree with tuple metadata;
 **   - SIGKILL mid-shard (the SENTINEL_TEST_KILL_AFTER hook) then a re-run: the manifest never
 **     lists a partial shard and the final directory is byte-identical to an uninterrupted build;
 **   - a malformed line names file:line and the field; --skip-bad counts it;
@@ -124,7 +124,7 @@ static void check_shards(const char *out, size_t max_len, int64_t want_total)
     size_t bad = 0, truncated = 0, checked = 0;
     int32_t start = sn_tokenizer_token_id(tok, "<|im_start|>");
     int32_t end = sn_tokenizer_token_id(tok, "<|im_end|>"), nl = sn_tokenizer_token_id(tok, "\n");
-    /* trajectory id -> split, to see that no debate spans two splits */
+    /* item -> split, to see that no question spans two splits */
     cJSON *where = cJSON_CreateObject();
     for (size_t s = 0; s < m->n_shards; s++) {
         char path[2048];
@@ -145,11 +145,11 @@ static void check_shards(const char *out, size_t max_len, int64_t want_total)
             sn_shard_reader_get(r, i, &v, &err);
             CHECK(sn_shard_reader_meta(r, i, &me, &err) == SN_OK);
             bad += me.split != m->shards[s].split;
-            const cJSON *seen = cJSON_GetObjectItemCaseSensitive(where, me.trajectory_id);
+            const cJSON *seen = cJSON_GetObjectItemCaseSensitive(where, me.item_id);
             if (seen)
                 bad += (int)seen->valuedouble != (int)me.split;
             else
-                cJSON_AddNumberToObject(where, me.trajectory_id, me.split);
+                cJSON_AddNumberToObject(where, me.item_id, me.split);
             char *ctx = NULL;
             sn_shard_reader_text(r, i, SN_FIELD_CONTEXT, &ctx, &err);
             const char *nl1 = ctx ? strstr(ctx, "\nOptions:") : NULL;
