@@ -33,6 +33,23 @@ assert len({v["key"] for v in st.values()}) == 5
 rep = json.load(open(sys.argv[2]))
 assert rep["debates"] > 0 and rep["debates_on_train_items"] == 0, rep["debates"]
 PY
+
+# The trained detector must detect: on the held-out evaluation debates its AUROC (over all
+# messages) and its agent-level detection accuracy (last round) beat random ranking and the
+# shortest-message heuristic by stated margins (0.10 and 0.05). The reduced run trains 12
+# steps with fixed seeds; the full quickstart's figures are in README.md.
+/usr/bin/python3 - "$tmp/a/eval/report.json" <<'PY' || fail "the detector does not beat random and shortest by the margins"
+import json, sys
+rep = json.load(open(sys.argv[1]))
+fig = {r["ranker"]: r["groups"]["all"]["overall"] for r in rep["rankers"]}
+auc = {k: v["auroc"]["p"] for k, v in fig.items()}
+acc = {k: v["agent_detection_accuracy"]["p"] for k, v in fig.items()}
+print("AUROC", auc)
+print("agent detection accuracy", acc)
+for base in ("random", "shortest"):
+    assert auc["detector"] >= auc[base] + 0.10, ("AUROC", base, auc)
+    assert acc["detector"] >= acc[base] + 0.05, ("detection accuracy", base, acc)
+PY
 cp "$tmp/a/train/final_metrics.json" "$tmp/a1.final.json"
 # the detector scores: the GGUF loads in the runtime
 "$bin" inspect "$tmp/a/detector.gguf" > /dev/null || fail "inspect detector.gguf"
