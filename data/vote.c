@@ -36,6 +36,22 @@ static bool same(const char *a, const char *b, sn_vote_eq_fn eq, void *ctx)
     return eq ? eq(a, b, ctx) : strcmp(a, b) == 0;
 }
 
+/* Whether votes[a] is an answer's first holder (non-NULL, no earlier slot the same); if so, *c
+** is how many slots from a on hold that answer. */
+static bool first_count(const char *const *votes, size_t n, size_t a, sn_vote_eq_fn eq,
+                        void *ctx, size_t *c)
+{
+    if (!votes[a])
+        return false;
+    for (size_t b = 0; b < a; b++)
+        if (same(votes[b], votes[a], eq, ctx))
+            return false;
+    *c = 0;
+    for (size_t b = a; b < n; b++)
+        *c += same(votes[b], votes[a], eq, ctx);
+    return true;
+}
+
 int sn_vote_plurality(const char *const *votes, size_t n, enum sn_vote_tie rule, uint64_t seed,
                       sn_vote_eq_fn eq, void *ctx, bool *tie)
 {
@@ -45,16 +61,9 @@ int sn_vote_plurality(const char *const *votes, size_t n, enum sn_vote_tie rule,
     /* each distinct answer is counted once, at its first holder, in slot order; O(n²) with
     ** n the panel size (a few to a few dozen) and no allocation */
     for (size_t a = 0; a < n; a++) {
-        if (!votes[a])
+        size_t c;
+        if (!first_count(votes, n, a, eq, ctx, &c))
             continue;
-        bool seen = false;
-        for (size_t b = 0; b < a && !seen; b++)
-            seen = same(votes[b], votes[a], eq, ctx);
-        if (seen)
-            continue;
-        size_t c = 0;
-        for (size_t b = a; b < n; b++)
-            c += same(votes[b], votes[a], eq, ctx);
         if (c > best_n) {
             best_n = c;
             best = (int)a;
@@ -76,16 +85,9 @@ int sn_vote_plurality(const char *const *votes, size_t n, enum sn_vote_tie rule,
     sn_rng_seed(&rng, seed);
     size_t k = (size_t)sn_rng_below(&rng, n_tied);
     for (size_t a = 0; a < n; a++) {
-        if (!votes[a])
+        size_t c;
+        if (!first_count(votes, n, a, eq, ctx, &c))
             continue;
-        bool seen = false;
-        for (size_t b = 0; b < a && !seen; b++)
-            seen = same(votes[b], votes[a], eq, ctx);
-        if (seen)
-            continue;
-        size_t c = 0;
-        for (size_t b = a; b < n; b++)
-            c += same(votes[b], votes[a], eq, ctx);
         if (c == best_n && k-- == 0)
             return (int)a;
     }

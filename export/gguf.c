@@ -97,34 +97,10 @@ const char *sn_ggml_type_name(int type)
     }
 }
 
+/* Keys and tensor names: strict UTF-8 (common.h) without NUL. */
 static bool utf8_ok(const uint8_t *s, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = s[i];
-        size_t k;
-        if (c < 0x80) {
-            if (c == 0)
-                return false;
-            i++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF)
-            k = 1;
-        else if (c >= 0xE0 && c <= 0xEF)
-            k = 2;
-        else if (c >= 0xF0 && c <= 0xF4)
-            k = 3;
-        else
-            return false;
-        if (n - i <= k)
-            return false;
-        for (size_t j = 1; j <= k; j++)
-            if ((s[i + j] & 0xC0) != 0x80)
-                return false;
-        i += k + 1;
-    }
-    return true;
+    return !memchr(s, 0, n) && sn_utf8_valid(s, n, NULL);
 }
 
 /* ---- reader: a cursor over untrusted bytes ------------------------------------------------ */

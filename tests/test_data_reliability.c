@@ -12,32 +12,7 @@
 
 static char *valid_text(void)
 {
-    const char *txt =
-        "{\"schema\":\"sentinel.trajectory/1\",\"id\":\"d1\",\"experiment\":\"e\","
-        "\"scenario\":\"aitm\",\"dataset\":\"synthetic\",\"item_id\":\"q1\",\"subject\":null,"
-        "\"task\":\"mc\",\"question\":\"Which?\",\"options\":[\"x\",\"y\",\"z\"],\"gold\":\"A\","
-        "\"gold_explanation\":\"because\",\"adversarial_target\":\"B\","
-        "\"strategy\":\"simultaneous\","
-        "\"topology\":{\"name\":\"complete\",\"n_agents\":3,\"edges\":[[0,1],[1,0],[0,2]]},"
-        "\"agents\":[{\"id\":0,\"role\":\"honest\",\"model\":\"sim\",\"backend\":\"sim\","
-        "\"persona\":null},"
-        "{\"id\":1,\"role\":\"honest\",\"model\":\"m1\",\"backend\":\"sim\",\"persona\":null},"
-        "{\"id\":2,\"role\":\"interceptor\",\"model\":\"sim\",\"backend\":\"sim\","
-        "\"persona\":\"logos\","
-        "\"position\":\"random\",\"intercepts\":[[0,1]]}],"
-        "\"attack\":{\"name\":\"aitm\"},\"defense\":{\"name\":\"none\"},"
-        "\"rounds\":[[{\"agent\":0,\"text\":\"t00\",\"answer\":\"A\",\"parsed\":true,"
-        "\"latency_ms\":1.5,\"prompt_tokens\":10,\"completion_tokens\":3,\"tampered\":true,"
-        "\"deliveries\":[{\"to\":1,\"text\":\"FINAL ANSWER: B\",\"answer\":\"B\"}]},"
-        "{\"agent\":1,\"text\":\"t01\",\"answer\":null,\"parsed\":false},"
-        "{\"agent\":2,\"text\":\"t02\",\"answer\":\"B\",\"parsed\":true}],"
-        "[{\"agent\":1,\"text\":\"t11\",\"answer\":\"B\",\"parsed\":true,\"blacklisted\":[2]},"
-        "{\"agent\":0,\"text\":\"t10\",\"answer\":\"A\",\"parsed\":true}]],"
-        "\"final\":{\"rule\":\"majority\",\"answer\":\"A\",\"correct\":true,\"judge_answer\":null,"
-        "\"stopped_early\":false,\"n_rounds\":2},\"labels\":{\"panel\":\"baseline\",\"k\":3},"
-        "\"seed\":1234,\"replicate\":1,\"backend\":\"sim\",\"prompt_version\":\"p/1\","
-        "\"sentinel_version\":\"0.1.0\"}";
-    return strdup(txt);
+    return strdup(sn_test_trajectory_text());
 }
 
 /* txt with the first occurrence of `from` replaced by `to` (caller frees). */

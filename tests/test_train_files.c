@@ -66,17 +66,9 @@ static void rewrite_weights(const char *src_path, const char *dst_path, const ch
 {
     struct sn_err err = {0};
     struct sn_st_file *f = NULL;
-    struct sn_st_writer *w = NULL;
-    CHECK(sn_st_open(src_path, &f, &err) == SN_OK);
-    CHECK(sn_st_writer_create(&w, &err) == SN_OK);
-    if (!f || !w)
+    struct sn_st_writer *w = sn_test_st_copy(src_path, drop, &f);
+    if (!w)
         return;
-    for (size_t i = 0; i < sn_st_count(f); i++) {
-        const struct sn_st_tensor *t = sn_st_get(f, i);
-        if (drop && !strcmp(t->name, drop))
-            continue;
-        CHECK(sn_st_writer_add(w, t->name, t->dtype, t->n_dims, t->shape, t->data, &err) == 0);
-    }
     if (extra_name)
         CHECK_MSG(sn_st_writer_add(w, extra_name, extra_dt, nd, shape, extra_data, &err) == SN_OK,
                   "%s", err.msg);

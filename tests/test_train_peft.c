@@ -49,18 +49,9 @@ static void copy_st(const char *src, const char *dst, const char *drop)
 {
     struct sn_err err = {0};
     struct sn_st_file *f = NULL;
-    struct sn_st_writer *w = NULL;
-    CHECK(sn_st_open(src, &f, &err) == SN_OK);
-    CHECK(sn_st_writer_create(&w, &err) == SN_OK);
-    if (!f || !w)
+    struct sn_st_writer *w = sn_test_st_copy(src, drop, &f);
+    if (!w)
         return;
-    for (size_t i = 0; i < sn_st_count(f); i++) {
-        const struct sn_st_tensor *t = sn_st_get(f, i);
-        if (drop && !strcmp(t->name, drop))
-            continue;
-        CHECK(sn_st_writer_add(w, t->name, t->dtype, t->n_dims, t->shape, t->data, &err) ==
-              SN_OK);
-    }
     CHECK(sn_st_writer_set_metadata(w, "format", "pt", &err) == SN_OK);
     CHECK(sn_st_writer_save(w, dst, &err) == SN_OK);
     sn_st_writer_free(w);

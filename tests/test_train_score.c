@@ -15,32 +15,6 @@ static const char *bin(void)
     return b ? b : "./sentinel";
 }
 
-static int read_floats(const char *path, float *out, int max)
-{
-    FILE *f = fopen(path, "r");
-    int n = 0;
-    if (!f)
-        return -1;
-    while (n < max && fscanf(f, "%f", &out[n]) == 1)
-        n++;
-    fclose(f);
-    return n;
-}
-
-static bool file_has(const char *path, const char *needle)
-{
-    char *t = NULL;
-    size_t n = 0;
-    struct sn_err err = {0};
-    if (sn_file_read(path, 0, &t, &n, &err))
-        return false;
-    bool ok = strstr(t, needle) != NULL;
-    if (!ok)
-        fprintf(stderr, "%s: '%s' lacks '%s'\n", path, t, needle);
-    sn_free(t);
-    return ok;
-}
-
 int main(void)
 {
     const char *dir = sn_test_dir("train_score");
@@ -72,7 +46,7 @@ int main(void)
     CHECK(sn_test_sh("'%s' score --model '%s' --ids --batch 2 < '%s' > '%s'", bin(), mdir,
                      sn_test_path(dir, "ids.txt"), sn_test_path(dir, "out.txt")) == 0);
     float got[8] = {0};
-    CHECK(read_floats(sn_test_path(dir, "out.txt"), got, 8) == 3);
+    CHECK(sn_test_read_floats(sn_test_path(dir, "out.txt"), got, 8) == 3);
     for (int i = 0; i < 3; i++)
         CHECK_CLOSE(got[i], want[i], 2e-6, 2e-6); /* %.6f rounding; padded f32 batch */
     CHECK(fabsf(want[0] - want[1]) > 1e-3f); /* the rows really differ */
@@ -91,7 +65,7 @@ int main(void)
     CHECK(sn_model_forward_host(m, &b2, &wa[2], NULL, &err) == SN_OK);
     CHECK(sn_test_sh("'%s' score --model '%s' --adapter '%s' --ids < '%s' > '%s'", bin(), mdir,
                      adir, sn_test_path(dir, "ids.txt"), sn_test_path(dir, "out2.txt")) == 0);
-    CHECK(read_floats(sn_test_path(dir, "out2.txt"), got, 8) == 3);
+    CHECK(sn_test_read_floats(sn_test_path(dir, "out2.txt"), got, 8) == 3);
     for (int i = 0; i < 3; i++)
         CHECK_CLOSE(got[i], wa[i], 2e-6, 2e-6);
     CHECK(fabsf(wa[0] - want[0]) > 1e-3f);
@@ -116,11 +90,11 @@ int main(void)
     }
     CHECK(sn_test_sh("'%s' score --model '%s' --ids < '%s' > /dev/null 2> '%s'", bin(), nohead,
                      sn_test_path(dir, "ids.txt"), sn_test_path(dir, "err0.txt")) == 1);
-    CHECK(file_has(sn_test_path(dir, "err0.txt"), "no reward head"));
+    CHECK(sn_test_file_has(sn_test_path(dir, "err0.txt"), "no reward head"));
     /* ... but an adapter with a head makes it scoreable */
     CHECK(sn_test_sh("'%s' score --model '%s' --adapter '%s' --ids < '%s' > '%s'", bin(), nohead,
                      adir, sn_test_path(dir, "ids.txt"), sn_test_path(dir, "out4.txt")) == 0);
-    CHECK(read_floats(sn_test_path(dir, "out4.txt"), got, 8) == 3);
+    CHECK(sn_test_read_floats(sn_test_path(dir, "out4.txt"), got, 8) == 3);
     for (int i = 0; i < 3; i++)
         CHECK_CLOSE(got[i], wa[i], 2e-6, 2e-6);
 
@@ -128,26 +102,26 @@ int main(void)
     sn_test_write_file(sn_test_path(dir, "bad.txt"), "1 2\n3 x4 5\n");
     CHECK(sn_test_sh("'%s' score --model '%s' --ids < '%s' > /dev/null 2> '%s'", bin(), mdir,
                      sn_test_path(dir, "bad.txt"), sn_test_path(dir, "err1.txt")) == 1);
-    CHECK(file_has(sn_test_path(dir, "err1.txt"), "stdin:2: 'x4' is not a token id"));
+    CHECK(sn_test_file_has(sn_test_path(dir, "err1.txt"), "stdin:2: 'x4' is not a token id"));
     sn_test_write_file(sn_test_path(dir, "range.txt"), "1 2\n\n");
     CHECK(sn_test_sh("'%s' score --model '%s' --ids < '%s' > /dev/null 2> '%s'", bin(), mdir,
                      sn_test_path(dir, "range.txt"), sn_test_path(dir, "err2.txt")) == 1);
-    CHECK(file_has(sn_test_path(dir, "err2.txt"), "stdin:2: empty sequence"));
+    CHECK(sn_test_file_has(sn_test_path(dir, "err2.txt"), "stdin:2: empty sequence"));
     sn_test_write_file(sn_test_path(dir, "oov.txt"), "1 512\n");
     CHECK(sn_test_sh("'%s' score --model '%s' --ids < '%s' > /dev/null 2> '%s'", bin(), mdir,
                      sn_test_path(dir, "oov.txt"), sn_test_path(dir, "err3.txt")) == 1);
-    CHECK(file_has(sn_test_path(dir, "err3.txt"), "stdin:1: token id 512 outside the vocabulary"));
+    CHECK(sn_test_file_has(sn_test_path(dir, "err3.txt"), "stdin:1: token id 512 outside the vocabulary"));
     CHECK(sn_test_sh("'%s' score --help > '%s'", bin(), sn_test_path(dir, "help.txt")) == 0);
-    CHECK(file_has(sn_test_path(dir, "help.txt"), "--adapter DIR"));
+    CHECK(sn_test_file_has(sn_test_path(dir, "help.txt"), "--adapter DIR"));
     /* usage errors exit 2 before any model is loaded */
     CHECK(sn_test_sh("'%s' score --ids --batch 0 < /dev/null 2> '%s'", bin(),
                      sn_test_path(dir, "err4.txt")) == 2);
-    CHECK(file_has(sn_test_path(dir, "err4.txt"), "--batch"));
+    CHECK(sn_test_file_has(sn_test_path(dir, "err4.txt"), "--batch"));
 
     /* text mode: needs MODEL_DIR/tokenizer.json */
     CHECK(sn_test_sh("echo hello | '%s' score --model '%s' > /dev/null 2> '%s'", bin(), mdir,
                      sn_test_path(dir, "err5.txt")) == 1);
-    CHECK(file_has(sn_test_path(dir, "err5.txt"), "tokenizer.json"));
+    CHECK(sn_test_file_has(sn_test_path(dir, "err5.txt"), "tokenizer.json"));
     if (sn_tokenizer_write_demo(sn_test_path(mdir, "tokenizer.json"), &err) == SN_OK) {
         struct sn_tokenizer *tok = NULL;
         CHECK(sn_tokenizer_open(sn_test_path(mdir, "tokenizer.json"), &tok, &err) == SN_OK);
@@ -164,7 +138,7 @@ int main(void)
         sn_test_write_file(sn_test_path(dir, "text.txt"), "The answer is (B).\n");
         CHECK(sn_test_sh("'%s' score --model '%s' < '%s' > '%s'", bin(), mdir,
                          sn_test_path(dir, "text.txt"), sn_test_path(dir, "out3.txt")) == 0);
-        CHECK(read_floats(sn_test_path(dir, "out3.txt"), got, 8) == 1);
+        CHECK(sn_test_read_floats(sn_test_path(dir, "out3.txt"), got, 8) == 1);
         CHECK_CLOSE(got[0], wt, 1.5e-6, 0);
         sn_model_free(m3);
         sn_ids_free(&ids);

@@ -66,4 +66,28 @@ void sn_test_write_file(const char *path, const char *text);
 const char *sn_test_bin(void);
 /* Runs a shell command, returns its exit status (or -1). */
 int sn_test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Reads up to max whitespace-separated floats from a text file into out; returns how many,
+** or -1 if the file cannot be opened. */
+int sn_test_read_floats(const char *path, float *out, int max);
+/* Whether the file at path holds needle; prints the file's start to stderr when it does not
+** (false too when the file cannot be read). */
+int sn_test_file_has(const char *path, const char *needle);
+/* A valid sentinel.trajectory/1 debate as one JSON line (static text): AITM-style, 3 agents
+** (honest, honest, interceptor), 2 rounds. Tests spoil copies of it one field at a time. */
+const char *sn_test_trajectory_text(void);
+struct cJSON;
+/* Parses tests/ref/<name> under $SENTINEL_SRC (default ".."); NULL, after a failed CHECK, when
+** it cannot. Free with cJSON_Delete. */
+struct cJSON *sn_test_load_ref(const char *name);
+/* Where the Qwen tokenizer.json is looked for: $SENTINEL_QWEN_TOKENIZER if set, else the npm
+** package under $SENTINEL_BUILD (default "."); the path is written to path. Returns 1 when the
+** file is there with sha256 want_sha (lowercase hex), else 0. */
+int sn_test_qwen_tokenizer(const char *want_sha, char *path, size_t cap);
+struct sn_st_file;
+struct sn_st_writer;
+/* Opens the safetensors file src into *f and returns a new writer holding all its tensors but
+** `drop` (NULL: none), failing a CHECK (and returning NULL, *f closed) when either cannot be
+** made. The writer's tensors point into *f: add more, save the writer, then free it and close
+** *f. */
+struct sn_st_writer *sn_test_st_copy(const char *src, const char *drop, struct sn_st_file **f);
 #endif

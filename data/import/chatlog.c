@@ -24,18 +24,6 @@ static int cl_open(struct imp_file *f, const char *root, struct sn_err *err)
 
 static void cl_close(struct imp_file *f) { (void)f; }
 
-static int fail(struct sn_err *err, const char *where, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct sn_err *err, const char *where, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return sn_err_set(err, SN_E_FORMAT, "%s: %s", where, msg);
-}
-
 /* An optional string field: absent or null -> dflt; another type -> error. */
 static int opt_str(const cJSON *o, const char *key, const char *dflt, const char **out,
                    const char *where, struct sn_err *err)
@@ -46,7 +34,7 @@ static int opt_str(const cJSON *o, const char *key, const char *dflt, const char
         return SN_OK;
     }
     if (!cJSON_IsString(j))
-        return fail(err, where, "field '%s': expected string or null", key);
+        return imp_fail(err, where, "field '%s': expected string or null", key);
     *out = j->valuestring;
     return SN_OK;
 }
@@ -83,7 +71,7 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     char *item_buf = NULL;
     size_t n_opt = 0;
     if (!cJSON_IsObject(root)) {
-        rc = fail(err, where, "expected a JSON object");
+        rc = imp_fail(err, where, "expected a JSON object");
         goto out;
     }
     const char *schema, *question, *gold_s, *task_s, *experiment, *dataset, *item_id, *subject,
@@ -101,11 +89,11 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
         (rc = opt_str(root, "id", NULL, &id_s, where, err)))
         goto out;
     if (!schema || strcmp(schema, CL_SCHEMA)) {
-        rc = fail(err, where, "field 'format': expected \"" CL_SCHEMA "\"");
+        rc = imp_fail(err, where, "field 'format': expected \"" CL_SCHEMA "\"");
         goto out;
     }
     if (!question || !gold_s) {
-        rc = fail(err, where, "fields 'question' and 'gold' are required strings");
+        rc = imp_fail(err, where, "fields 'question' and 'gold' are required strings");
         goto out;
     }
     enum sn_task task;
@@ -114,13 +102,13 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     else if (!strcmp(task_s, "numeric"))
         task = SN_TASK_NUMERIC;
     else {
-        rc = fail(err, where, "field 'task': expected \"mc\" or \"numeric\"");
+        rc = imp_fail(err, where, "field 'task': expected \"mc\" or \"numeric\"");
         goto out;
     }
     const cJSON *jo = cJSON_GetObjectItemCaseSensitive(root, "options");
     if (task == SN_TASK_MC) {
         if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) < 2 || cJSON_GetArraySize(jo) > 26) {
-            rc = fail(err, where, "field 'options': expected 2 to 26 strings for task mc");
+            rc = imp_fail(err, where, "field 'options': expected 2 to 26 strings for task mc");
             goto out;
         }
         n_opt = (size_t)cJSON_GetArraySize(jo);
@@ -132,20 +120,20 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
         size_t i = 0;
         for (const cJSON *e = jo->child; e; e = e->next, i++)
             if (!(opts[i] = cJSON_IsString(e) ? e->valuestring : NULL)) {
-                rc = fail(err, where, "field 'options[%zu]': expected string", i);
+                rc = imp_fail(err, where, "field 'options[%zu]': expected string", i);
                 goto out;
             }
     } else if (jo && !(cJSON_IsArray(jo) && cJSON_GetArraySize(jo) == 0) && !cJSON_IsNull(jo)) {
-        rc = fail(err, where, "field 'options': expected [] or absent for task numeric");
+        rc = imp_fail(err, where, "field 'options': expected [] or absent for task numeric");
         goto out;
     }
     char gold[SN_ANSWER_MAX], target[SN_ANSWER_MAX];
     if (!norm_answer(gold_s, task, n_opt, gold)) {
-        rc = fail(err, where, "field 'gold': '%.40s' is not an answer of the task", gold_s);
+        rc = imp_fail(err, where, "field 'gold': '%.40s' is not an answer of the task", gold_s);
         goto out;
     }
     if (target_s && !norm_answer(target_s, task, n_opt, target)) {
-        rc = fail(err, where, "field 'adversarial_target': '%.40s' is not an answer of the task",
+        rc = imp_fail(err, where, "field 'adversarial_target': '%.40s' is not an answer of the task",
                   target_s);
         goto out;
     }
@@ -153,7 +141,7 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     const cJSON *ja = cJSON_GetObjectItemCaseSensitive(root, "agents");
     int n_agents = cJSON_IsArray(ja) ? cJSON_GetArraySize(ja) : 0;
     if (n_agents < 1 || n_agents > CL_MAX_AGENTS) {
-        rc = fail(err, where, "field 'agents': expected an array of 1 to %d agents",
+        rc = imp_fail(err, where, "field 'agents': expected an array of 1 to %d agents",
                   CL_MAX_AGENTS);
         goto out;
     }
@@ -168,7 +156,7 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
         snprintf(w2, sizeof w2, "agents[%d]", k);
         const char *role, *model, *persona;
         if (!cJSON_IsObject(a)) {
-            rc = fail(err, where, "field '%s': expected object", w2);
+            rc = imp_fail(err, where, "field '%s': expected object", w2);
             goto out;
         }
         if ((rc = opt_str(a, "role", "honest", &role, where, err)) ||
@@ -176,7 +164,7 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
             (rc = opt_str(a, "persona", NULL, &persona, where, err)))
             goto out;
         if (strcmp(role, "honest") && strcmp(role, "adversary")) {
-            rc = fail(err, where, "field '%s.role': expected \"honest\" or \"adversary\"", w2);
+            rc = imp_fail(err, where, "field '%s.role': expected \"honest\" or \"adversary\"", w2);
             goto out;
         }
         agents[k].role = role;
@@ -189,14 +177,14 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
         }
     }
     if (target_s && !n_adv) {
-        rc = fail(err, where, "field 'adversarial_target' given but no agent is an adversary");
+        rc = imp_fail(err, where, "field 'adversarial_target' given but no agent is an adversary");
         goto out;
     }
     /* rounds: every agent speaks once per round */
     const cJSON *jr = cJSON_GetObjectItemCaseSensitive(root, "rounds");
     int R = cJSON_IsArray(jr) ? cJSON_GetArraySize(jr) : 0;
     if (R < 1 || R > CL_MAX_ROUNDS) {
-        rc = fail(err, where, "field 'rounds': expected an array of 1 to %d rounds",
+        rc = imp_fail(err, where, "field 'rounds': expected an array of 1 to %d rounds",
                   CL_MAX_ROUNDS);
         goto out;
     }
@@ -212,7 +200,7 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     int t = 0;
     for (const cJSON *r = jr->child; r; r = r->next, t++) {
         if (!cJSON_IsArray(r) || cJSON_GetArraySize(r) != n_agents) {
-            rc = fail(err, where, "field 'rounds[%d]': expected one message per agent (%d)", t,
+            rc = imp_fail(err, where, "field 'rounds[%d]': expected one message per agent (%d)", t,
                       n_agents);
             goto out;
         }
@@ -222,14 +210,14 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
             const cJSON *tx = cJSON_GetObjectItemCaseSensitive(m, "text");
             if (!cJSON_IsNumber(ag) || ag->valuedouble != (int)ag->valuedouble ||
                 ag->valuedouble < 0 || ag->valuedouble >= n_agents || !cJSON_IsString(tx)) {
-                rc = fail(err, where, "field 'rounds[%d][%d]': expected {\"agent\": 0..%d, "
+                rc = imp_fail(err, where, "field 'rounds[%d][%d]': expected {\"agent\": 0..%d, "
                           "\"text\": string}", t, j, n_agents - 1);
                 goto out;
             }
             int a = (int)ag->valuedouble;
             struct imp_msg *mm = &msgs[(size_t)t * (size_t)n_agents + (size_t)a];
             if (mm->text) {
-                rc = fail(err, where, "field 'rounds[%d]': agent %d speaks twice", t, a);
+                rc = imp_fail(err, where, "field 'rounds[%d]': agent %d speaks twice", t, a);
                 goto out;
             }
             mm->agent = a;
@@ -244,7 +232,7 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
                                                               an)) {
                     mm->answer = an;
                 } else {
-                    rc = fail(err, where, "field 'rounds[%d][%d].answer': expected an answer "
+                    rc = imp_fail(err, where, "field 'rounds[%d][%d].answer': expected an answer "
                               "of the task or null", t, j);
                     goto out;
                 }
@@ -291,14 +279,14 @@ static int cl_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     if (jrep) {
         if (!cJSON_IsNumber(jrep) || jrep->valuedouble < 0 || jrep->valuedouble > 1e9 ||
             jrep->valuedouble != (double)(int64_t)jrep->valuedouble) {
-            rc = fail(err, where, "field 'replicate': expected a non-negative integer");
+            rc = imp_fail(err, where, "field 'replicate': expected a non-negative integer");
             goto out;
         }
         rep = (int64_t)jrep->valuedouble;
     }
     const cJSON *labels = cJSON_GetObjectItemCaseSensitive(root, "labels");
     if (labels && !cJSON_IsObject(labels)) {
-        rc = fail(err, where, "field 'labels': expected object");
+        rc = imp_fail(err, where, "field 'labels': expected object");
         goto out;
     }
     prov = cJSON_CreateObject();

@@ -495,18 +495,6 @@ bool sn_import_collab_answer(const char *dataset, const char *text, const char *
 
 /* ---- one record ---- */
 
-static int fail(struct sn_err *err, const char *where, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct sn_err *err, const char *where, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return sn_err_set(err, SN_E_FORMAT, "%s: %s", where, msg);
-}
-
 static const char *str_of(const cJSON *j) { return cJSON_IsString(j) ? j->valuestring : NULL; }
 
 /* "Your answer: (X)" (case-insensitive), the last one; 0 when absent. */
@@ -545,7 +533,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     size_t n_opt = 0;
 
     if (!cJSON_IsObject(root)) {
-        rc = fail(err, where, "expected a JSON object");
+        rc = imp_fail(err, where, "expected a JSON object");
         goto out;
     }
     const char *fq = str_of(cJSON_GetObjectItemCaseSensitive(root, "question"));
@@ -554,11 +542,11 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     const cJSON *conv = cJSON_GetObjectItemCaseSensitive(root, "agent_responses");
     const cJSON *jid = cJSON_GetObjectItemCaseSensitive(root, "id");
     if (!fq) {
-        rc = fail(err, where, "field 'question': expected string");
+        rc = imp_fail(err, where, "field 'question': expected string");
         goto out;
     }
     if (!cJSON_IsArray(conv)) {
-        rc = fail(err, where, "field 'agent_responses': expected array");
+        rc = imp_fail(err, where, "field 'agent_responses': expected array");
         goto out;
     }
     /* dataset-specific: stem, options, gold */
@@ -567,7 +555,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     const char *ds = c->dataset;
     if (!strcmp(ds, "mmlu")) {
         if (!cJSON_IsArray(raw) || cJSON_GetArraySize(raw) < 6) {
-            rc = fail(err, where, "field 'raw_task': expected [question, A, B, C, D, answer]");
+            rc = imp_fail(err, where, "field 'raw_task': expected [question, A, B, C, D, answer]");
             goto out;
         }
         n_opt = 4;
@@ -579,7 +567,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
         stem = str_of(cJSON_GetArrayItem(raw, 0));
         for (int i = 0; i < 4; i++)
             if (!(opts[i] = str_of(cJSON_GetArrayItem(raw, i + 1)))) {
-                rc = fail(err, where, "field 'raw_task[%d]': expected string", i + 1);
+                rc = imp_fail(err, where, "field 'raw_task[%d]': expected string", i + 1);
                 goto out;
             }
         const char *a = str_of(jans), *r5 = str_of(cJSON_GetArrayItem(raw, 5));
@@ -590,7 +578,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     } else if (!strcmp(ds, "medmcqa") || !strcmp(ds, "scalr")) {
         bool med = !strcmp(ds, "medmcqa");
         if (!cJSON_IsObject(raw)) {
-            rc = fail(err, where, "field 'raw_task': expected object");
+            rc = imp_fail(err, where, "field 'raw_task': expected object");
             goto out;
         }
         static const char *const med_keys[] = {"opa", "opb", "opc", "opd"};
@@ -605,7 +593,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
         for (size_t i = 0; i < n_opt; i++) {
             const char *k = med ? med_keys[i] : scalr_keys[i];
             if (!(opts[i] = str_of(cJSON_GetObjectItemCaseSensitive(raw, k)))) {
-                rc = fail(err, where, "field 'raw_task.%s': expected string", k);
+                rc = imp_fail(err, where, "field 'raw_task.%s': expected string", k);
                 goto out;
             }
         }
@@ -630,12 +618,12 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
                                ? cJSON_GetObjectItemCaseSensitive(raw, "mc1_targets")
                                : NULL;
         if (!cJSON_IsObject(mc1)) {
-            rc = fail(err, where, "field 'raw_task.mc1_targets': expected object");
+            rc = imp_fail(err, where, "field 'raw_task.mc1_targets': expected object");
             goto out;
         }
         int n = cJSON_GetArraySize(mc1);
         if (n < 2 || n > 26) {
-            rc = fail(err, where, "field 'raw_task.mc1_targets': %d options (expected 2 to 26)",
+            rc = imp_fail(err, where, "field 'raw_task.mc1_targets': %d options (expected 2 to 26)",
                       n);
             goto out;
         }
@@ -662,16 +650,16 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
             gold = (char)toupper((unsigned char)a[0]);
     }
     if (!stem) {
-        rc = fail(err, where, "the dataset row has no question text");
+        rc = imp_fail(err, where, "the dataset row has no question text");
         goto out;
     }
     if (!gold || gold < 'A' || gold >= 'A' + (int)n_opt) {
-        rc = fail(err, where, "field 'answer': expected one option letter A-%c",
+        rc = imp_fail(err, where, "field 'answer': expected one option letter A-%c",
                   (char)('A' + n_opt - 1));
         goto out;
     }
     if (check != gold) {
-        rc = fail(err, where, "gold '%c' disagrees with the dataset row's answer ('%c')", gold,
+        rc = imp_fail(err, where, "gold '%c' disagrees with the dataset row's answer ('%c')", gold,
                   check ? check : '?');
         goto out;
     }
@@ -710,7 +698,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
         } else {
             if (!cJSON_IsNumber(jid)) {
                 sn_buf_free(&ib);
-                rc = fail(err, where, "repeated question and no numeric 'id' to tell it apart");
+                rc = imp_fail(err, where, "repeated question and no numeric 'id' to tell it apart");
                 goto out;
             }
             if (sn_buf_printf(&ib, err, "-%lld", (long long)jid->valuedouble)) {
@@ -723,7 +711,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     /* agents and their replies */
     int n_agents = cJSON_GetArraySize(conv);
     if (n_agents < 1 || n_agents > CA_MAX_AGENTS) {
-        rc = fail(err, where, "field 'agent_responses': %d agents (expected 1 to %d)", n_agents,
+        rc = imp_fail(err, where, "field 'agent_responses': %d agents (expected 1 to %d)", n_agents,
                   CA_MAX_AGENTS);
         goto out;
     }
@@ -740,7 +728,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
     for (int k = 0; k < n_agents; k++) {
         const cJSON *cv = cJSON_GetArrayItem(conv, k);
         if (!cJSON_IsArray(cv)) {
-            rc = fail(err, where, "field 'agent_responses[%d]': expected array", k);
+            rc = imp_fail(err, where, "field 'agent_responses[%d]': expected array", k);
             goto out;
         }
         size_t r = 0;
@@ -750,7 +738,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
             const char *role = str_of(cJSON_GetObjectItemCaseSensitive(m, "role"));
             const char *content = str_of(cJSON_GetObjectItemCaseSensitive(m, "content"));
             if (!role || !content) {
-                rc = fail(err, where, "field 'agent_responses[%d][%d]': expected {\"role\": "
+                rc = imp_fail(err, where, "field 'agent_responses[%d][%d]': expected {\"role\": "
                           "string, \"content\": string}", k, mi);
                 goto out;
             }
@@ -762,7 +750,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
                 if (!first_user)
                     first_user = content;
             } else {
-                rc = fail(err, where, "field 'agent_responses[%d][%d].role': unknown role "
+                rc = imp_fail(err, where, "field 'agent_responses[%d][%d].role': unknown role "
                           "'%.40s'", k, mi, role);
                 goto out;
             }
@@ -770,7 +758,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
         if (k == 0)
             R = r;
         else if (r != R) {
-            rc = fail(err, where, "agent %d has %zu replies, agent 0 has %zu: ragged "
+            rc = imp_fail(err, where, "agent %d has %zu replies, agent 0 has %zu: ragged "
                       "conversations cannot be placed in rounds", k, r, R);
             goto out;
         }
@@ -793,7 +781,7 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
                 legacy = true;
                 continue;
             }
-            rc = fail(err, where, "adversary %d: its first user message names no target "
+            rc = imp_fail(err, where, "adversary %d: its first user message names no target "
                       "('Your answer: (X)') and is not the legacy design ('Correct Answer:')",
                       k);
             goto out;
@@ -804,27 +792,27 @@ static int ca_record(struct imp_file *f, const char *json, size_t len, uint64_t 
                 continue;
             char t2 = find_target(str_of(cJSON_GetObjectItemCaseSensitive(m, "content")));
             if (t2 && t2 != t) {
-                rc = fail(err, where, "adversary %d: its messages name targets %c and %c", k, t,
+                rc = imp_fail(err, where, "adversary %d: its messages name targets %c and %c", k, t,
                           t2);
                 goto out;
             }
         }
         if (target && target != t) {
-            rc = fail(err, where, "adversaries have different targets (%c, %c)", target, t);
+            rc = imp_fail(err, where, "adversaries have different targets (%c, %c)", target, t);
             goto out;
         }
         target = t;
     }
     if (R < 1 || R > CA_MAX_ROUNDS) {
-        rc = fail(err, where, "%zu rounds (expected 1 to %d)", R, CA_MAX_ROUNDS);
+        rc = imp_fail(err, where, "%zu rounds (expected 1 to %d)", R, CA_MAX_ROUNDS);
         goto out;
     }
     if (target && legacy) {
-        rc = fail(err, where, "adversaries mix the targeted and the legacy design");
+        rc = imp_fail(err, where, "adversaries mix the targeted and the legacy design");
         goto out;
     }
     if (target && (target == gold || target >= 'A' + (int)n_opt)) {
-        rc = fail(err, where, "adversarial target %c is %s", target,
+        rc = imp_fail(err, where, "adversarial target %c is %s", target,
                   target == gold ? "the gold answer" : "outside the options");
         goto out;
     }

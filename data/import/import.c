@@ -3,6 +3,8 @@
 ** output. Formats live in their own files (collab_attack.c, chatlog.c). */
 #include "data/import/import_internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -395,4 +397,14 @@ int sn_import_record(const struct sn_import_params *p, const char *rel_path, con
     }
     fmt->file_close(&f);
     return rc;
+}
+
+int imp_fail(struct sn_err *err, const char *where, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return sn_err_set(err, SN_E_FORMAT, "%s: %s", where, msg);
 }

@@ -79,5 +79,9 @@ void imp_hash16(const char *s, char out[17]);
 /* Strict plurality among n values (NULL and "" are values of their own, equal to each
 ** other); returns the winning index or -1 for no strict plurality (all different or tied). */
 int  imp_plurality(const char *const *vals, size_t n);
+/* Sets a SN_E_FORMAT error "<where>: <formatted message>" (message cut at 400 bytes) and
+** returns SN_E_FORMAT. */
+int  imp_fail(struct sn_err *err, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif
