@@ -522,8 +522,8 @@ static void summary(struct run *r, int n_ran)
     const cJSON *stp = fm ? cJSON_GetObjectItemCaseSensitive(fm, "step") : NULL;
     double step = cJSON_IsNumber(stp) ? stp->valuedouble : -1;
     if (fm)
-        printf("  (the splits are by debate: held-out debates, on questions that other, "
-               "training debates also asked)\n");
+        printf("  (held-out splits are by question: no validation or test item was trained "
+               "on; docs/formats.md#shard)\n");
     for (int i = 0; fm && i < 2; i++) {
         const char *split = i ? "test" : "validation";
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(fm, split);
