@@ -378,8 +378,10 @@ static void test_retries(void)
         for (int k = 0; k < 3 && bad[i].expect[k]; k++)
             CHECK_MSG(strstr(err.msg, bad[i].expect[k]) != NULL, "%s: '%s' not in: %s",
                       bad[i].dir, bad[i].expect[k], err.msg);
+        /* no back-off sleep before giving up (the hit count above already shows one attempt);
+        ** the bound leaves room for a loaded or sanitized run to move a large reply */
         if (bad[i].attempts == 1)
-            CHECK_MSG(dt < 1.0, "%s: non-retryable took %.3f s", bad[i].dir, dt);
+            CHECK_MSG(dt < 5.0, "%s: non-retryable took %.3f s", bad[i].dir, dt);
     }
     close_b(b);
 
