@@ -882,6 +882,23 @@ static int js(struct sn_buf *b, const char *s, struct sn_err *err)
             return err->code;                                                                \
     } while (0)
 
+/* Writes ,"key":"value" when value is set: the optional fields of docs/formats.md that readers
+ * ignore when absent. */
+static int opt_str(struct sn_buf *out, const char *key, const char *value, struct sn_err *err)
+{
+    if (!value)
+        return SN_OK;
+    PRINTF(",\"%s\":", key);
+    JS(value);
+    return SN_OK;
+}
+
+#define OPT(key, value)                                                                      \
+    do {                                                                                     \
+        if (opt_str(out, (key), (value), err))                                               \
+            return err->code;                                                                \
+    } while (0)
+
 static int write_msg(const struct sn_traj_out_msg *m, struct sn_buf *out, struct sn_err *err)
 {
     PRINTF("{\"agent\":%d,\"text\":", m->agent);
@@ -893,28 +910,13 @@ static int write_msg(const struct sn_traj_out_msg *m, struct sn_buf *out, struct
            m->completion_tokens);
     if (m->answer_from_llm)
         PUTS(",\"answer_source\":\"llm\"");
-    if (m->answer_rule) {
-        PUTS(",\"answer_rule\":");
-        JS(m->answer_rule);
-    }
-    if (m->finish_reason) {
-        PUTS(",\"finish_reason\":");
-        JS(m->finish_reason);
-    }
+    OPT("answer_rule", m->answer_rule);
+    OPT("finish_reason", m->finish_reason);
     if (m->refused)
         PUTS(",\"refused\":true");
-    if (m->served_model) {
-        PUTS(",\"served_model\":");
-        JS(m->served_model);
-    }
-    if (m->system_fingerprint) {
-        PUTS(",\"system_fingerprint\":");
-        JS(m->system_fingerprint);
-    }
-    if (m->draft) {
-        PUTS(",\"draft\":");
-        JS(m->draft);
-    }
+    OPT("served_model", m->served_model);
+    OPT("system_fingerprint", m->system_fingerprint);
+    OPT("draft", m->draft);
     if (m->original_text) {
         PUTS(",\"injected\":true,\"original_text\":");
         JS(m->original_text);
@@ -959,10 +961,7 @@ static int write_agent(const struct sn_traj_out_agent *a, int k, struct sn_buf *
     JS(a->backend);
     PUTS(",\"persona\":");
     JS(a->persona);
-    if (a->position) {
-        PUTS(",\"position\":");
-        JS(a->position);
-    }
+    OPT("position", a->position);
     if (a->role == SN_ROLE_INTERCEPTOR) {
         PUTS(",\"intercepts\":[");
         for (size_t e = 0; e < a->n_intercepts; e++)
@@ -1016,10 +1015,7 @@ int sn_traj_write(const struct sn_traj_out *t, struct sn_buf *out, struct sn_err
             return err->code;
     PUTS("],\"attack\":{\"name\":");
     JS(t->attack.name);
-    if (t->attack.rhetoric) {
-        PUTS(",\"rhetoric\":");
-        JS(t->attack.rhetoric);
-    }
+    OPT("rhetoric", t->attack.rhetoric);
     if (t->attack.placement) {
         PUTS(",\"placement\":");
         JS(t->attack.placement);
@@ -1027,10 +1023,7 @@ int sn_traj_write(const struct sn_traj_out *t, struct sn_buf *out, struct sn_err
     }
     if (t->attack.best_of_n > 0)
         PRINTF(",\"best_of_n\":%d", t->attack.best_of_n);
-    if (t->attack.persona) {
-        PUTS(",\"persona\":");
-        JS(t->attack.persona);
-    }
+    OPT("persona", t->attack.persona);
     if (t->attack.has_injection)
         PRINTF(",\"injection_rate\":%g,\"adaptive\":%s", t->attack.injection_rate,
                t->attack.adaptive ? "true" : "false");
