@@ -1170,6 +1170,21 @@ static int cmp_added(const void *a_, const void *b_)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* Sorts the added tokens for the longest-match scan and notes which first bytes can start one
+ * (most text has none of them, and then the scan is skipped). */
+static void index_added(struct sn_tokenizer *tok)
+{
+    qsort(tok->added, tok->n_added, sizeof *tok->added, cmp_added);
+    for (size_t j = 0; j < tok->n_added; j++) {
+        uint8_t f = (uint8_t)tok->added[j].text[0];
+        if (!tok->added_first[f]) {
+            tok->added_first[f] = 1;
+            tok->n_first++;
+            tok->only_first = f;
+        }
+    }
+}
+
 static int load_model(struct sn_tokenizer *tok, const cJSON *root, const char *path,
                       struct sn_err *err)
 {
@@ -1384,15 +1399,7 @@ static int load_model(struct sn_tokenizer *tok, const cJSON *root, const char *p
         tok->tok_added[id] = 1;
         off += n;
     }
-    qsort(tok->added, tok->n_added, sizeof *tok->added, cmp_added);
-    for (j = 0; j < tok->n_added; j++) {
-        uint8_t f = (uint8_t)tok->added[j].text[0];
-        if (!tok->added_first[f]) {
-            tok->added_first[f] = 1;
-            tok->n_first++;
-            tok->only_first = f;
-        }
-    }
+    index_added(tok);
     return SN_OK;
 }
 
@@ -1664,15 +1671,7 @@ static int arrays_load(struct sn_tokenizer *tok, const struct sn_tokenizer_vocab
     sn_free(byt);
     if (rc)
         return rc;
-    qsort(tok->added, tok->n_added, sizeof *tok->added, cmp_added);
-    for (j = 0; j < tok->n_added; j++) {
-        uint8_t f = (uint8_t)tok->added[j].text[0];
-        if (!tok->added_first[f]) {
-            tok->added_first[f] = 1;
-            tok->n_first++;
-            tok->only_first = f;
-        }
-    }
+    index_added(tok);
     return SN_OK;
 }
 
