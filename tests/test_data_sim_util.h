@@ -92,7 +92,7 @@ static void rec_close(struct sn_llm_backend *b)
 
 static const struct sn_llm_backend_ops rec_ops = {"record", rec_complete, rec_close};
 
-static struct rec_backend *rec_open(const char *sim_config_json)
+static inline struct rec_backend *rec_open(const char *sim_config_json)
 {
     struct rec_backend *rb = calloc(1, sizeof *rb);
     struct sn_err err = {0};
@@ -175,7 +175,7 @@ static void mk_setup(struct setup_store *ss, const struct sn_experiment *x,
 }
 
 /* Runs one debate and returns its parsed JSON (caller deletes). */
-static cJSON *run_debate(const struct sn_debate_setup *s, const struct sn_question *q, int rep)
+static inline cJSON *run_debate(const struct sn_debate_setup *s, const struct sn_question *q, int rep)
 {
     struct sn_buf line = {0};
     struct sn_err err = {0};
@@ -192,7 +192,7 @@ static cJSON *run_debate(const struct sn_debate_setup *s, const struct sn_questi
 }
 
 /* rounds[t] message of agent k (NULL if it did not speak). */
-static const cJSON *msg_of(const cJSON *traj, int t, int k)
+static inline const cJSON *msg_of(const cJSON *traj, int t, int k)
 {
     const cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(traj, "rounds"), t);
     const cJSON *m;
@@ -204,7 +204,7 @@ static const cJSON *msg_of(const cJSON *traj, int t, int k)
     return NULL;
 }
 
-static const char *jstr_of(const cJSON *o, const char *k)
+static inline const char *jstr_of(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItem(o, k);
     return cJSON_IsString(v) ? v->valuestring : NULL;

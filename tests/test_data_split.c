@@ -66,21 +66,11 @@ static char *traj_json(const struct tj *x)
             char text[320];
             snprintf(text, sizeof text, "Agent %d in round %d of %s thinks it through.\n"
                      "FINAL ANSWER: %s", a, r, x->id, ans);
-            cJSON *m = cJSON_CreateObject();
-            cJSON_AddNumberToObject(m, "agent", a);
-            cJSON_AddStringToObject(m, "text", text);
-            cJSON_AddStringToObject(m, "answer", ans);
-            cJSON_AddBoolToObject(m, "parsed", 1);
-            cJSON_AddItemToArray(round, m);
+            sn_test_traj_add_message(round, a, text, ans);
         }
         cJSON_AddItemToArray(rounds, round);
     }
-    cJSON *fin = cJSON_AddObjectToObject(t, "final");
-    cJSON_AddStringToObject(fin, "rule", "majority");
-    cJSON_AddStringToObject(fin, "answer", "A");
-    cJSON_AddBoolToObject(fin, "correct", 1);
-    cJSON_AddNumberToObject(t, "seed", 1);
-    cJSON_AddNumberToObject(t, "replicate", 0);
+    sn_test_traj_add_final(t, "A", 1, 1);
     if (x->ood) {
         cJSON *lb = cJSON_AddObjectToObject(t, "labels");
         cJSON_AddStringToObject(lb, "split", "ood");

@@ -86,21 +86,11 @@ static int write_trajectories(const char *path, int n)
                                             filler[sn_rng_below(&rng, 6)]);
                 snprintf(text + len, sizeof text - len, "Agent %d, round %d, debate %d: my "
                          "answer stands.\nFINAL ANSWER: %s", a, r, d, ans);
-                cJSON *m = cJSON_CreateObject();
-                cJSON_AddNumberToObject(m, "agent", a);
-                cJSON_AddStringToObject(m, "text", text);
-                cJSON_AddStringToObject(m, "answer", ans);
-                cJSON_AddBoolToObject(m, "parsed", 1);
-                cJSON_AddItemToArray(round, m);
+                sn_test_traj_add_message(round, a, text, ans);
             }
             cJSON_AddItemToArray(rounds, round);
         }
-        cJSON *fin = cJSON_AddObjectToObject(t, "final");
-        cJSON_AddStringToObject(fin, "rule", "majority");
-        cJSON_AddStringToObject(fin, "answer", gold);
-        cJSON_AddBoolToObject(fin, "correct", 1);
-        cJSON_AddNumberToObject(t, "seed", d);
-        cJSON_AddNumberToObject(t, "replicate", 0);
+        sn_test_traj_add_final(t, gold, 1, d);
         char *s = cJSON_PrintUnformatted(t);
         fprintf(f, "%s\n", s);
         cJSON_free(s);

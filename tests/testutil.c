@@ -170,3 +170,23 @@ int sn_test_qwen_tokenizer(const char *want_sha, char *path, size_t cap)
                  "models/tokenizer.json", build ? build : ".");
     return sn_path_exists(path) && !sn_sha256_file(path, hex, &err) && !strcmp(hex, want_sha);
 }
+
+void sn_test_traj_add_message(struct cJSON *round, int agent, const char *text, const char *answer)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddNumberToObject(m, "agent", agent);
+    cJSON_AddStringToObject(m, "text", text);
+    cJSON_AddStringToObject(m, "answer", answer);
+    cJSON_AddBoolToObject(m, "parsed", 1);
+    cJSON_AddItemToArray(round, m);
+}
+
+void sn_test_traj_add_final(struct cJSON *traj, const char *answer, int correct, int seed)
+{
+    cJSON *fin = cJSON_AddObjectToObject(traj, "final");
+    cJSON_AddStringToObject(fin, "rule", "majority");
+    cJSON_AddStringToObject(fin, "answer", answer);
+    cJSON_AddBoolToObject(fin, "correct", correct);
+    cJSON_AddNumberToObject(traj, "seed", seed);
+    cJSON_AddNumberToObject(traj, "replicate", 0);
+}

@@ -79,6 +79,10 @@ struct cJSON;
 /* Parses tests/ref/<name> under $SENTINEL_SRC (default ".."); NULL, after a failed CHECK, when
 ** it cannot. Free with cJSON_Delete. */
 struct cJSON *sn_test_load_ref(const char *name);
+/* Appends one parsed message {agent, text, answer, parsed: true} to a trajectory round array. */
+void sn_test_traj_add_message(struct cJSON *round, int agent, const char *text, const char *answer);
+/* Adds the "final" (majority, answer, correct), "seed" and "replicate" 0 of a trajectory. */
+void sn_test_traj_add_final(struct cJSON *traj, const char *answer, int correct, int seed);
 /* Where the Qwen tokenizer.json is looked for: $SENTINEL_QWEN_TOKENIZER if set, else the npm
 ** package under $SENTINEL_BUILD (default "."); the path is written to path. Returns 1 when the
 ** file is there with sha256 want_sha (lowercase hex), else 0. */
