@@ -17,3 +17,9 @@ set_tests_properties(run_pipeline PROPERTIES ENVIRONMENT "${SN_TEST_ENV}"
 if(NOT SENTINEL_WITH_TORCH)
   set_tests_properties(run_pipeline PROPERTIES DISABLED TRUE)
 endif()
+
+# recipes/cluster/simulate-array.sbatch as a Slurm array runs it: disjoint shards that together
+# are one unsharded run (tests/run_cluster_array.sh).
+add_test(NAME run_cluster_array COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/run_cluster_array.sh)
+set_tests_properties(run_cluster_array PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 120
+                     WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
