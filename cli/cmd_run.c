@@ -38,7 +38,7 @@ static void usage(FILE *f)
 "  export    OUT/detector.gguf   the best checkpoint (full mode) or its adapter on the base\n"
 "  eval      OUT/eval/           fresh debates of the `eval` section (its `dataset` and\n"
 "                                `experiments` replace simulate's), replayed with the baselines\n"
-"                                and the detector: report.txt, report.json\n"
+"                                and the detector: report.txt, report.json, items.csv\n"
 "Each stage is skipped when OUT/run.json records it done from the same settings (SHA-256 of\n"
 "its recipe section(s) and of the stage before it), re-run from scratch when they changed\n"
 "(and every stage after it), and resumed after a kill. The run ends with a summary.\n"
@@ -160,7 +160,7 @@ struct run {
     char p_traj[PATH_MAX + 32], p_shards[PATH_MAX + 32], p_tok[PATH_MAX + 32],
         p_train[PATH_MAX + 32], p_gguf[PATH_MAX + 32], p_eval[PATH_MAX + 32],
         p_eval_traj[PATH_MAX + 48], p_eval_recipe[PATH_MAX + 48], p_report[PATH_MAX + 48],
-        p_report_json[PATH_MAX + 48];
+        p_report_json[PATH_MAX + 48], p_items[PATH_MAX + 48];
     const char *tokenizer; /* build.tokenizer or p_tok */
     bool detector_in_eval; /* eval accepted --detector */
 };
@@ -420,6 +420,8 @@ static int run_stage(struct run *r, int s)
         arg(&e, r->p_shards);
         arg(&e, "--json");
         arg(&e, r->p_report_json);
+        arg(&e, "--items");
+        arg(&e, r->p_items);
         const char *bl = str_key(ev, "baselines");
         if (bl) {
             arg(&e, "--baselines");
@@ -519,6 +521,8 @@ static void summary(struct run *r, int n_ran)
            full_mode(r) ? " (full-mode model directory)" : " (PEFT adapter)");
     printf("  metrics       %s/metrics.jsonl, %s\n", r->p_train, path);
     printf("  eval report   %s, %s\n", r->p_report, r->p_report_json);
+    if (sn_path_exists(r->p_items))
+        printf("  eval items    %s (one row per scored message and ranker)\n", r->p_items);
     const cJSON *stp = fm ? cJSON_GetObjectItemCaseSensitive(fm, "step") : NULL;
     double step = cJSON_IsNumber(stp) ? stp->valuedouble : -1;
     if (fm)
@@ -630,6 +634,7 @@ int sn_cmd_run(int argc, char **argv)
     snprintf(r.p_eval_recipe, sizeof r.p_eval_recipe, "%s/eval/simulate.json", r.out);
     snprintf(r.p_report, sizeof r.p_report, "%s/eval/report.txt", r.out);
     snprintf(r.p_report_json, sizeof r.p_report_json, "%s/eval/report.json", r.out);
+    snprintf(r.p_items, sizeof r.p_items, "%s/eval/items.csv", r.out);
     r.tokenizer = str_key(section(&r, "build"), "tokenizer");
     if (!r.tokenizer)
         r.tokenizer = r.p_tok;

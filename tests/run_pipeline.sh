@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # tests/run_pipeline.sh: `sentinel run` on recipes/quickstart.json reduced by --set (few items,
 # few steps). Env (from ctest): SENTINEL_BIN, SENTINEL_SRC, SENTINEL_TMP.
+# It is also the suite's trained fixture (`trained_run`, tests/run.cmake): at the end
+# $SENTINEL_TMP/run_pipeline/a is a finished run directory (detector.gguf, train/metrics.jsonl,
+# train/final_metrics.json, shards/, eval/report.json, eval/items.csv) that the tests with
+# FIXTURES_REQUIRED trained_run read and must not modify.
 set -euo pipefail
 bin=${SENTINEL_BIN:?}
 src=${SENTINEL_SRC:?}
@@ -8,7 +12,8 @@ tmp="${SENTINEL_TMP:-/tmp}/run_pipeline"
 rm -rf "$tmp" && mkdir -p "$tmp"
 recipe="$src/recipes/quickstart.json"
 small=(--set simulate.defaults.dataset.n=24
-       --set train.max_steps=12 --set train.eval_every=6 --set train.save_every=6
+       --set train.max_steps=12 --set train.warmup_steps=4 --set train.eval_every=6
+       --set train.save_every=6
        --set eval.dataset.n=8 --set eval.bootstrap=0)
 fail() { echo "FAIL: $*"; exit 1; }
 stages() { grep -E '^== sentinel run: (simulate|build|train|export|eval) \(' "$1" \
@@ -18,12 +23,13 @@ stages() { grep -E '^== sentinel run: (simulate|build|train|export|eval) \(' "$1
 "$bin" run "$recipe" -o "$tmp/a" "${small[@]}" > "$tmp/a1.log" 2>&1 || { cat "$tmp/a1.log"; fail "first run"; }
 [ "$(stages "$tmp/a1.log")" = "simulate build train export eval" ] \
   || { cat "$tmp/a1.log"; fail "first run: stages '$(stages "$tmp/a1.log")'"; }
-for f in detector.gguf run.json eval/report.json eval/report.txt train/final_metrics.json \
-         shards/manifest.json; do
+for f in detector.gguf run.json eval/report.json eval/report.txt eval/items.csv \
+         train/metrics.jsonl train/final_metrics.json shards/manifest.json; do
   [ -s "$tmp/a/$f" ] || fail "missing $f"
 done
 grep -q "detector      $tmp/a/detector.gguf" "$tmp/a1.log" || fail "summary does not name the detector"
 grep -q "held-out pairwise accuracy, test split" "$tmp/a1.log" || fail "summary lacks the held-out accuracy"
+grep -q "eval items    $tmp/a/eval/items.csv" "$tmp/a1.log" || fail "summary does not name the eval items"
 /usr/bin/python3 - "$tmp/a/run.json" "$tmp/a/eval/report.json" <<'PY' || fail "run.json / report.json"
 import json, sys
 st = json.load(open(sys.argv[1]))["stages"]
