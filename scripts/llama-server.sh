@@ -137,7 +137,7 @@ fi
 command -v cmake >/dev/null 2>&1 || skip "cmake not found"
 command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || skip "no C++ compiler found"
 command -v flock >/dev/null 2>&1 || skip "flock (util-linux) not found"
-mkdir -p "$cache" || fail "cannot create the cache directory $cache"
+mkdir -p "$cache" || skip "cannot create the cache directory $cache (set SENTINEL_CACHE to a writable one)"
 
 remaining() { echo $(( budget - ($(date +%s) - t_start) )); }
 # bounded CMD...: CMD under what is left of the time bound; a step that runs out of time skips.
@@ -203,9 +203,10 @@ rm -rf "$tmp"
 mkdir -p "$tmp/bin" && cp "$built" "$tmp/bin/llama-server" || fail "cannot copy into $tmp"
 {
     echo "built:   $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), $jobs jobs"
-    echo "seconds: $(( $(date +%s) - t_build )) (this run's compile; a resumed build took longer)"
+    echo "seconds: $(( $(date +%s) - t_build )) (the compile step of this run; a build resumed from"\
+         "an earlier run's partial work took that much more)"
     echo "load:    $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) at the end"
-    echo "version: $("$tmp/bin/llama-server" --version 2>&1 | tr '\n' ' ')"
+    echo "version: $("$tmp/bin/llama-server" --version 2>&1 | grep -m 1 '^version:' | cut -c 10-)"
 } > "$tmp/BUILD_INFO"
 echo "$stamp_text" > "$tmp/STAMP"
 sync "$tmp/bin/llama-server" "$tmp/STAMP" 2>/dev/null

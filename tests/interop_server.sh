@@ -9,7 +9,8 @@
 #  3. serves that GGUF on 127.0.0.1 (a free port) and runs `sentinel simulate` against it: a
 #     baseline and a collaboration attack, a few debates with bounded max_tokens; every debate
 #     must be complete (each round has a message per speaker, each message its text and the
-#     finish_reason the server gave, completion tokens consistent with it);
+#     finish_reason the server gave, completion tokens within max_tokens and equal to it when
+#     the reason is "length");
 #  4. serves it again with `--embeddings --pooling last` and checks, on texts, on the debates'
 #     own messages and on the same token ids: llama.cpp's tokenizer gives sentinel's ids, and
 #     the raw last-token embedding (embd_normalize -1) dotted with the head the writer drew equals
@@ -145,7 +146,7 @@ start_server() {
 }
 
 # --- 3. sentinel simulate against the server ---------------------------------------------------
-start_server "$work/server-chat.log" -c 8192 -np 2
+start_server "$work/server-chat.log" -c 4096 -np 2
 cat > "$work/recipe.json" <<EOF
 {"simulate": {
    "endpoints": {"llama": {"kind": "openai", "base_url": "http://127.0.0.1:$port/v1",
@@ -189,7 +190,7 @@ for exp, rs in by.items():
                 fr = m.get("finish_reason")
                 assert fr in ("stop", "length"), where + ": finish_reason %r" % fr
                 ct = m.get("completion_tokens")
-                assert isinstance(ct, int) and 0 < ct <= max_tokens, where + ": tokens %r" % ct
+                assert isinstance(ct, int) and 0 <= ct <= max_tokens, where + ": tokens %r" % ct
                 assert fr != "length" or ct == max_tokens, where + ": length below max_tokens"
                 assert m.get("served_model"), where + ": no served_model"
                 assert not m.get("refused"), where + ": refused"
