@@ -24,7 +24,8 @@ PY=/usr/bin/python3
 # KV cache) computes in f32 like our runtime but in another order (ggml's kernels, a fused
 # softmax); agreement measured in the notes is ~1e-6, 1e-4 leaves room for ulps over 2 layers.
 TOL=1e-4
-N_ITEMS=2          # debates per experiment
+N_ITEMS=3          # debates per experiment
+ROUNDS=3
 MAX_TOKENS=24      # per reply: bounded so a random model's rambling stays quick
 
 say() { echo "interop_server: $*"; }
@@ -115,12 +116,14 @@ free_port() {
     "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 # start_server LOG ARGS...: starts llama-server on a free port, waits for GET /health = 200.
+# One thread: the model is tiny, and on a loaded machine ggml's spinning thread pool made each
+# token 250x slower with -t 2 (373 ms against 1.5 ms per token, load average 12 on 2 cores).
 start_server() {
     local log=$1 try
     shift
     for try in 1 2 3; do
         port=$(free_port)
-        "$server" -m "$work/tiny.gguf" --host 127.0.0.1 --port "$port" -t 2 --no-webui "$@" \
+        "$server" -m "$work/tiny.gguf" --host 127.0.0.1 --port "$port" -t 1 -tb 1 --no-webui "$@" \
             > "$log" 2>&1 &
         server_pid=$!
         local i
@@ -152,7 +155,7 @@ cat > "$work/recipe.json" <<EOF
    "endpoints": {"llama": {"kind": "openai", "base_url": "http://127.0.0.1:$port/v1",
                            "model": "tiny-random-qwen2", "concurrency": 2,
                            "ready_timeout_s": 60}},
-   "defaults": {"dataset": {"kind": "synthetic", "n": $N_ITEMS, "seed": 7}, "rounds": 2,
+   "defaults": {"dataset": {"kind": "synthetic", "n": $N_ITEMS, "seed": 7}, "rounds": $ROUNDS,
                 "n_agents": 3, "backend": "llama", "temperature": 0.8,
                 "max_tokens": $MAX_TOKENS},
    "experiments": [{"name": "baseline", "scenario": "none"},
@@ -162,10 +165,11 @@ t_sim=$(date +%s)
 "$SENTINEL_BIN" simulate --recipe "$work/recipe.json" -o "$work/traj" --threads 4 ||
     { tail -n 20 "$work/server-chat.log"; die "sentinel simulate against llama-server failed"; }
 say "simulate: $(( $(date +%s) - t_sim )) s"
-"$PY" - "$work/traj" "$N_ITEMS" "$MAX_TOKENS" "$work/messages.jsonl" <<'EOF' ||
+"$PY" - "$work/traj" "$N_ITEMS" "$MAX_TOKENS" "$work/messages.jsonl" "$ROUNDS" <<'EOF' ||
 # Every debate complete; every message carries what the server reported.
 import glob, gzip, json, sys
 d, n_items, max_tokens, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+n_rounds = int(sys.argv[5])
 files = glob.glob(d + "/trajectories-*.jsonl.gz")
 assert files, "no trajectory file in " + d
 assert not glob.glob(d + "/errors-*.jsonl"), "an errors file exists: some debate failed"
@@ -181,7 +185,7 @@ for exp, rs in by.items():
         assert r["schema"] == "sentinel.trajectory/1"
         roles = [a["role"] for a in r["agents"]]
         assert roles.count("adversary") == (1 if exp == "collab" else 0), (r["id"], roles)
-        assert len(r["rounds"]) == r["final"]["n_rounds"] == 2, r["id"]
+        assert len(r["rounds"]) == r["final"]["n_rounds"] == n_rounds, r["id"]
         for t, rnd in enumerate(r["rounds"]):
             assert sorted(m["agent"] for m in rnd) == [0, 1, 2], (r["id"], t)
             for m in rnd:
