@@ -18,7 +18,8 @@
 #   SENTINEL_NPM_LLAMA              where node-llama-cpp is (or gets) npm-installed
 #                                   (default $SENTINEL_BUILD/npm-llama when SENTINEL_BUILD is set,
 #                                   else <cache root>/npm-llama)
-#   SENTINEL_LLAMA_BUILD_TIMEOUT    seconds for waiting on the lock plus building (default 1200)
+#   SENTINEL_LLAMA_BUILD_TIMEOUT    seconds for installing, waiting on the lock and building
+#                                   (default 1200; 0 = use a cached binary only, never build)
 #   SENTINEL_LLAMA_JOBS             parallel compile jobs (default: nproc)
 #
 # Exit status: 0 ready; 77 not available here, with the reason on stderr (no git/cmake/c++,
@@ -75,6 +76,8 @@ find_bundle() {
     local pkg=$npm_dir/node_modules/node-llama-cpp/llama
     if [ ! -f "$pkg/gitRelease.bundle" ]; then
         [ "$cmd" = build ] || return 1
+        [ "$budget" -gt 0 ] || skip "no llama.cpp bundle in $npm_dir, and SENTINEL_LLAMA_BUILD_TIMEOUT=0" \
+                                    "says not to install or build anything"
         # tests/ref/llama_npm.sh pins the node-llama-cpp version and exits 77 without npm.
         sh "$src_root/tests/ref/llama_npm.sh" "$npm_dir" >&2
         local rc=$?
@@ -134,6 +137,8 @@ if is_built; then
 fi
 
 # --- build, once, under a lock ---------------------------------------------------------------
+[ "$budget" -gt 0 ] || skip "llama-server $release is not built and SENTINEL_LLAMA_BUILD_TIMEOUT=0" \
+                            "says not to build it"
 command -v cmake >/dev/null 2>&1 || skip "cmake not found"
 command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || skip "no C++ compiler found"
 command -v flock >/dev/null 2>&1 || skip "flock (util-linux) not found"
@@ -189,7 +194,7 @@ if [ ! -f "$work/build/CMakeCache.txt" ]; then
         { rm -rf "$work/build"; tail -n 30 "$log" >&2; fail "configuring llama.cpp failed (log: $log)"; }
 fi
 say "building target llama-server with -j$jobs, at most $(remaining) s (load: $(cut -d' ' -f1-3 \
-/proc/loadavg 2>/dev/null)); cold builds take 8-15 min on 2 idle cores"
+/proc/loadavg 2>/dev/null)); a cold build needs about 11 CPU-minutes"
 t_build=$(date +%s)
 bounded cmake --build "$work/build" --target llama-server -j "$jobs" >> "$log" 2>&1
 rc=$?

@@ -22,7 +22,7 @@ set -u
 PY=/usr/bin/python3
 # Reward tolerance |r_llama - r_sentinel| <= TOL * (1 + |r|): llama.cpp (flash attention off, F32
 # KV cache) computes in f32 like our runtime but in another order (ggml's kernels, a fused
-# softmax); agreement measured in the notes is ~1e-6, 1e-4 leaves room for ulps over 2 layers.
+# softmax): the worst difference measured here is 3.5e-6; 1e-4 leaves room for other CPUs.
 TOL=1e-4
 N_ITEMS=3          # debates per experiment
 ROUNDS=3
