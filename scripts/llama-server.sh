@@ -60,7 +60,8 @@ esac
 # --- where the source comes from -------------------------------------------------------------
 find_bundle() {
     if [ -n "${SENTINEL_LLAMA_BUNDLE:-}" ]; then
-        [ -f "$SENTINEL_LLAMA_BUNDLE" ] || fail "SENTINEL_LLAMA_BUNDLE=$SENTINEL_LLAMA_BUNDLE: no such file"
+        [ -f "$SENTINEL_LLAMA_BUNDLE" ] ||
+            fail "SENTINEL_LLAMA_BUNDLE=$SENTINEL_LLAMA_BUNDLE: no such file"
         bundle=$SENTINEL_LLAMA_BUNDLE
         info_json=$(dirname "$bundle")/llama.cpp.info.json
         return 0
@@ -76,12 +77,13 @@ find_bundle() {
     local pkg=$npm_dir/node_modules/node-llama-cpp/llama
     if [ ! -f "$pkg/gitRelease.bundle" ]; then
         [ "$cmd" = build ] || return 1
-        [ "$budget" -gt 0 ] || skip "no llama.cpp bundle in $npm_dir, and SENTINEL_LLAMA_BUILD_TIMEOUT=0" \
-                                    "says not to install or build anything"
+        [ "$budget" -gt 0 ] || skip "no llama.cpp bundle in $npm_dir, and" \
+            "SENTINEL_LLAMA_BUILD_TIMEOUT=0 says not to install or build anything"
         # tests/ref/llama_npm.sh pins the node-llama-cpp version and exits 77 without npm.
         sh "$src_root/tests/ref/llama_npm.sh" "$npm_dir" >&2
         local rc=$?
-        [ $rc -eq 77 ] && skip "node-llama-cpp (which carries the llama.cpp source) cannot be installed"
+        [ $rc -eq 77 ] &&
+            skip "node-llama-cpp (which carries the llama.cpp source) cannot be installed"
         [ $rc -eq 0 ] || fail "installing node-llama-cpp into $npm_dir failed"
         [ -f "$pkg/gitRelease.bundle" ] ||
             skip "$pkg/gitRelease.bundle is missing: this node-llama-cpp ships no llama.cpp source"
@@ -98,7 +100,8 @@ release=""
 [ -f "$info_json" ] && release=$(sed -n 's/.*"tag"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' \
                                  "$info_json" | head -n 1)
 case "$release" in
-    ''|*[!A-Za-z0-9._-]*) fail "cannot read a llama.cpp release tag from $info_json (got '$release')" ;;
+    ''|*[!A-Za-z0-9._-]*)
+        fail "cannot read a llama.cpp release tag from $info_json (got '$release')" ;;
 esac
 command -v git >/dev/null 2>&1 || skip "git not found (needed to read the llama.cpp bundle)"
 commit=$(git bundle list-heads "$bundle" 2>/dev/null | awk 'NR == 1 { print $1 }')
@@ -106,6 +109,7 @@ case "$commit" in
     [0-9a-f]*) ;;
     *) fail "$bundle is not a readable git bundle (git bundle list-heads failed)" ;;
 esac
+# shellcheck disable=SC2086,SC2116 # the unquoted echo folds the options onto one line
 stamp_text="release=$release commit=$commit options=$(echo $LLAMA_CMAKE_OPTS)"
 
 dest=$cache/llama-server-$release
@@ -126,7 +130,8 @@ case "$cmd" in
         echo "cache:   $cache"
         echo "release: $release (commit $commit, from $bundle)"
         if is_built; then echo "binary:  $bin"; cat "$dest/BUILD_INFO" 2>/dev/null
-        else echo "binary:  not built (partial build: $([ -d "$work" ] && echo "$work" || echo none))"
+        elif [ -d "$work" ]; then echo "binary:  not built (partial build in $work)"
+        else echo "binary:  not built"
         fi
         exit 0 ;;
 esac
@@ -137,19 +142,22 @@ if is_built; then
 fi
 
 # --- build, once, under a lock ---------------------------------------------------------------
-[ "$budget" -gt 0 ] || skip "llama-server $release is not built and SENTINEL_LLAMA_BUILD_TIMEOUT=0" \
-                            "says not to build it"
+[ "$budget" -gt 0 ] ||
+    skip "llama-server $release is not built and SENTINEL_LLAMA_BUILD_TIMEOUT=0 says not to" \
+         "build it"
 command -v cmake >/dev/null 2>&1 || skip "cmake not found"
 command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || skip "no C++ compiler found"
 command -v flock >/dev/null 2>&1 || skip "flock (util-linux) not found"
-mkdir -p "$cache" || skip "cannot create the cache directory $cache (set SENTINEL_CACHE to a writable one)"
+mkdir -p "$cache" ||
+    skip "cannot create the cache directory $cache (set SENTINEL_CACHE to a writable one)"
 
 remaining() { echo $(( budget - ($(date +%s) - t_start) )); }
 # bounded CMD...: CMD under what is left of the time bound; a step that runs out of time skips.
 bounded() {
     local left
     left=$(remaining)
-    [ "$left" -gt 0 ] || skip "no time left within the ${budget} s bound (SENTINEL_LLAMA_BUILD_TIMEOUT)"
+    [ "$left" -gt 0 ] ||
+        skip "no time left within the ${budget} s bound (SENTINEL_LLAMA_BUILD_TIMEOUT)"
     timeout -k 10 "$left" "$@"
     local rc=$?
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
@@ -191,7 +199,8 @@ if [ ! -f "$work/build/CMakeCache.txt" ]; then
     say "configuring (log: $log)"
     # shellcheck disable=SC2086
     bounded cmake -S "$work/src" -B "$work/build" $LLAMA_CMAKE_OPTS >> "$log" 2>&1 ||
-        { rm -rf "$work/build"; tail -n 30 "$log" >&2; fail "configuring llama.cpp failed (log: $log)"; }
+        { rm -rf "$work/build"; tail -n 30 "$log" >&2
+          fail "configuring llama.cpp failed (log: $log)"; }
 fi
 say "building target llama-server with -j$jobs, at most $(remaining) s (load: $(cut -d' ' -f1-3 \
 /proc/loadavg 2>/dev/null)); a cold build needs about 11 CPU-minutes"
@@ -208,8 +217,8 @@ rm -rf "$tmp"
 mkdir -p "$tmp/bin" && cp "$built" "$tmp/bin/llama-server" || fail "cannot copy into $tmp"
 {
     echo "built:   $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), $jobs jobs"
-    echo "seconds: $(( $(date +%s) - t_build )) (the compile step of this run; a build resumed from"\
-         "an earlier run's partial work took that much more)"
+    echo "seconds: $(( $(date +%s) - t_build )) (the compile step of this run; a build resumed" \
+         "from an earlier run's partial work took that much more)"
     echo "load:    $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) at the end"
     echo "version: $("$tmp/bin/llama-server" --version 2>&1 | grep -m 1 '^version:' | cut -c 10-)"
 } > "$tmp/BUILD_INFO"

