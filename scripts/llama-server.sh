@@ -17,7 +17,8 @@
 #   SENTINEL_LLAMA_BUNDLE           a gitRelease.bundle to use instead of node-llama-cpp's
 #   SENTINEL_NPM_LLAMA              where node-llama-cpp is (or gets) npm-installed
 #                                   (default $SENTINEL_BUILD/npm-llama when SENTINEL_BUILD is set,
-#                                   else <cache root>/npm-llama)
+#                                   else build/npm-llama of this checkout when it holds one, else
+#                                   <cache root>/npm-llama)
 #   SENTINEL_LLAMA_BUILD_TIMEOUT    seconds for installing, waiting on the lock and building
 #                                   (default 1200; 0 = use a cached binary only, never build)
 #   SENTINEL_LLAMA_JOBS             parallel compile jobs (default: nproc)
@@ -71,6 +72,9 @@ find_bundle() {
         npm_dir=$SENTINEL_NPM_LLAMA
     elif [ -n "${SENTINEL_BUILD:-}" ]; then
         npm_dir=$SENTINEL_BUILD/npm-llama
+    elif [ -f "$src_root/build/npm-llama/node_modules/node-llama-cpp/llama/gitRelease.bundle" ]
+    then
+        npm_dir=$src_root/build/npm-llama         # what `make test` installed
     else
         npm_dir=$cache/npm-llama
     fi
