@@ -238,8 +238,22 @@ int main(void)
         snprintf(p1, sizeof p1, "defended.groups.all.rounds.%d.timing.generation_ms", r);
         CHECK_CLOSE(num(j2, p1), num(j, p1) / 2, 1e-9, 1e-9);
     }
+    /* existing arms, no simulation and no detector: the same accuracy, timing n/a */
+    CHECK(sn_test_sh("cd '%s' && '%s' eval --defended arms --bootstrap 50 --json rep3.json "
+                     "--quiet > out3.txt 2> err3.txt", dir, bin) == 0);
+    cJSON *j3 = load("rep3.json");
+    CHECK(j3 && cJSON_IsFalse(get(j3, "defended.timed")));
+    CHECK(j3 && cJSON_GetArraySize(get(j3, "rankers")) == 3); /* the baselines only */
+    for (int r = 0; j && j3 && r < T; r++) {
+        char p1[128];
+        snprintf(p1, sizeof p1, "defended.groups.all.rounds.%d.accuracy.defended.k", r);
+        CHECK(num(j, p1) == num(j3, p1));
+        snprintf(p1, sizeof p1, "defended.groups.all.rounds.%d.timing.scoring_ms", r);
+        CHECK(cJSON_IsNull(get(j3, p1)));
+    }
     cJSON_Delete(j);
     cJSON_Delete(j2);
+    cJSON_Delete(j3);
 
     /* usage errors and a missing arm */
     CHECK(sn_test_sh("cd '%s' && '%s' eval -i arms/attacked --recipe r.json > o.txt 2> e.txt",
