@@ -5,10 +5,11 @@
 **   - an endpoint adversary gets the style-matched system prompt (imitate the peers, never sound
 **     persuasive), honest agents the honest one;
 **   - its wording does not give it away: an n-gram logistic regression (eval/detect_baselines.c)
-**     trained on collaboration debates (adversary messages vs honest ones) separates held-out
-**     collaboration messages almost perfectly, and style-matched messages much less well; and
-**     the sim persuasiveness of its messages is that of the honest agents, where the
-**     collaboration adversaries' is far above it. */
+**     trained on collaboration debates — adversary vs honest messages, or the tuple builder's
+**     labels (correct honest messages vs adversaries' and misled agents') — separates held-out
+**     collaboration messages almost perfectly and style-matched ones no better than chance
+**     (below 0.6; 0.43 and 0.32 at these seeds); and the sim persuasiveness of its messages is
+**     that of the honest agents, where the collaboration adversaries' is far above it. */
 #include "test_data_sim_util.h"
 
 #include "eval/detect.h"
@@ -19,18 +20,20 @@ static struct sn_qset *qs;
 
 struct msgs {
     char **text;
-    bool *adv;
+    bool *adv, *correct;
     size_t n, cap;
 };
 
-static void push(struct msgs *m, const char *text, bool adv)
+static void push(struct msgs *m, const char *text, bool adv, bool correct)
 {
     if (m->n == m->cap) {
         m->cap = m->cap ? 2 * m->cap : 256;
         m->text = realloc(m->text, m->cap * sizeof *m->text);
         m->adv = realloc(m->adv, m->cap * sizeof *m->adv);
+        m->correct = realloc(m->correct, m->cap * sizeof *m->correct);
     }
     m->text[m->n] = strdup(text);
+    m->correct[m->n] = correct;
     m->adv[m->n++] = adv;
 }
 
@@ -40,6 +43,7 @@ static void msgs_free(struct msgs *m)
         free(m->text[i]);
     free(m->text);
     free(m->adv);
+    free(m->correct);
 }
 
 /* Runs items [i0, i1) of the scenario; collects every message (adversarial = sent by an
@@ -74,7 +78,9 @@ static void run(enum sn_scenario sc, size_t i0, size_t i1, struct msgs *out,
                     if (sc == SN_SCEN_STYLE_MATCHED)
                         CHECK_STR(jstr_of(ag, "persona"), "style-matched");
                 }
-                push(out, jstr_of(m, "text"), adv);
+                const char *ans = jstr_of(m, "answer");
+                push(out, jstr_of(m, "text"), adv,
+                     ans && !strcmp(ans, jstr_of(traj, "gold")));
             }
         /* the system prompt each speaker got */
         for (size_t c = 0; sc == SN_SCEN_STYLE_MATCHED && c < rb->n; c++) {
@@ -121,30 +127,35 @@ static void test_style_does_not_give_it_away(void)
     run(SN_SCEN_COLLABORATION, 0, 40, &train, rb);
     run(SN_SCEN_COLLABORATION, 40, 80, &collab, rb);
     run(SN_SCEN_STYLE_MATCHED, 40, 80, &style, rb);
-    /* n-gram LR on the training debates: honest = 1, adversary = 0 */
+    /* two n-gram LRs on the training debates: (a) honest = 1, adversary = 0; (b) as the tuple
+    ** builder labels (chosen = a correct honest message, rejected = an adversary's or a misled
+    ** honest agent's), which also learns the wording of wrong answers */
     bool *label = malloc(train.n * sizeof *label);
-    for (size_t i = 0; i < train.n; i++)
-        label[i] = !train.adv[i];
-    struct sn_ngram_params np = sn_ngram_default_params();
-    struct sn_ngram *model = NULL;
-    struct sn_err err = {0};
-    CHECK_MSG(sn_ngram_train(&np, (const char *const *)train.text, label, train.n, &model,
-                             &err) == SN_OK, "%s", err.msg);
-    if (model) {
+    for (int v = 0; v < 2; v++) {
+        for (size_t i = 0; i < train.n; i++)
+            label[i] = v == 0 ? !train.adv[i] : !train.adv[i] && train.correct[i];
+        struct sn_ngram_params np = sn_ngram_default_params();
+        struct sn_ngram *model = NULL;
+        struct sn_err err = {0};
+        CHECK_MSG(sn_ngram_train(&np, (const char *const *)train.text, label, train.n, &model,
+                                 &err) == SN_OK, "%s", err.msg);
+        if (!model)
+            continue;
         double a_collab = auroc_of(model, &collab), a_style = auroc_of(model, &style);
-        printf("n-gram AUROC: collaboration %.3f, style-matched %.3f\n", a_collab, a_style);
+        printf("n-gram (%s): AUROC collaboration %.3f, style-matched %.3f\n",
+               v == 0 ? "adversary vs honest" : "tuple labels", a_collab, a_style);
         CHECK_MSG(a_collab > 0.95, "collaboration AUROC %.3f", a_collab);
-        CHECK_MSG(a_style < a_collab - 0.2, "style-matched AUROC %.3f vs %.3f", a_style,
-                  a_collab);
+        /* style-matched: no better than chance by more than a little */
+        CHECK_MSG(a_style < 0.6, "style-matched AUROC %.3f", a_style);
+        sn_ngram_free(model);
     }
+    free(label);
     double pc_adv = mean_persuasion(&collab, true), pc_hon = mean_persuasion(&collab, false);
     double ps_adv = mean_persuasion(&style, true), ps_hon = mean_persuasion(&style, false);
     printf("persuasion: collaboration adv %.3f honest %.3f; style-matched adv %.3f honest %.3f\n",
            pc_adv, pc_hon, ps_adv, ps_hon);
     CHECK(pc_adv > pc_hon + 0.1);
     CHECK(fabs(ps_adv - ps_hon) < 0.05);
-    sn_ngram_free(model);
-    free(label);
     msgs_free(&train);
     msgs_free(&collab);
     msgs_free(&style);
