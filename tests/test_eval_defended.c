@@ -177,7 +177,8 @@ static void test_hand(void)
             double want = (kk[q] - ka[q]) / (kc[q] - ka[q]);
             CHECK_MSG(s.na[0] == 0, "%s", s.na);
             CHECK_CLOSE(s.recovery.p, want, 1e-12, 0);
-            CHECK_MSG(s.recovery.lo <= want && want <= s.recovery.hi && s.recovery.lo < s.recovery.hi,
+            CHECK_MSG(s.recovery.lo <= want && want <= s.recovery.hi &&
+                          s.recovery.lo < s.recovery.hi,
                       "round %zu: %.3f not in [%.3f, %.3f]", r, want, s.recovery.lo,
                       s.recovery.hi);
             /* every resample has (kept − attacked) / (clean − attacked) <= 1: clean is right
