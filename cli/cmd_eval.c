@@ -345,6 +345,7 @@ int sn_cmd_eval(int argc, char **argv)
     const char *def_dir = NULL, *recipe = NULL;
     const char *sets[64];
     size_t n_sets = 0, limit = 0;
+    bool gen_speed = false;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "i:hq", lopts, NULL)) != -1) {
@@ -377,6 +378,7 @@ int sn_cmd_eval(int argc, char **argv)
                 return sn_cli_usage_error("eval", "--gen-tokens-per-s: '%s' is not a positive "
                                           "number", optarg);
             dfp.gen_tokens_per_s = x;
+            gen_speed = true;
             break;
         }
         case 'b': list = optarg; break;
@@ -423,8 +425,9 @@ int sn_cmd_eval(int argc, char **argv)
             return sn_cli_usage_error("eval", "too many inputs (at most 256)");
         inputs[n_inputs++] = argv[i];
     }
-    if ((recipe || n_sets || limit) && !def_dir)
-        return sn_cli_usage_error("eval", "--recipe, --set and --limit go with --defended DIR");
+    if ((recipe || n_sets || limit || gen_speed) && !def_dir)
+        return sn_cli_usage_error("eval", "--recipe, --set, --limit and --gen-tokens-per-s go "
+                                  "with --defended DIR");
     if (recipe && !detector)
         return sn_cli_usage_error("eval", "--defended with --recipe needs --detector D.gguf (the "
                                   "defense of the defended arm)");
