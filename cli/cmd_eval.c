@@ -6,6 +6,7 @@
 ** through sn_detect_scorer_ranker, the same (context, response) scorer the simulation's
 ** `sentinel` defense takes. */
 #include "cli/cli.h"
+#include "cli/cmd_eval_defended.h"
 #include "eval/detect.h"
 
 #include <getopt.h>
@@ -18,6 +19,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: sentinel eval -i TRAJ... [options]\n"
+"       sentinel eval --defended DIR [--recipe R] --detector D.gguf [options]\n"
 "\n"
 "Detection by offline replay of recorded debates (docs/eval.md): each round every sentinel\n"
 "(honest agent) scores the messages it received, adds the bottom-k senders to its cumulative\n"
@@ -25,6 +27,15 @@ static void usage(FILE *f)
 "in/out-of-domain): agent-level detection accuracy, FPR and FNR (Wilson 95%%), pair-level\n"
 "rates and AUROC (cluster bootstrap over debates), task accuracy with and without the\n"
 "exclusions; every ranker next to the best baseline.\n"
+"\n"
+"With --defended DIR the report also holds defended debates (docs/eval.md): DIR/clean,\n"
+"DIR/attacked and DIR/defended hold the same debates without adversaries, under attack, and\n"
+"under attack with the `sentinel` defense; with --recipe R they are simulated first (every\n"
+"experiment of R's `simulate` section that has an attack, run three ways; resumable). The\n"
+"report gives per round each arm's task accuracy, recovery = (defended - attacked) /\n"
+"(clean - attacked) (n/a with the reason when clean and attacked do not differ beyond\n"
+"their Wilson intervals), the detector's scoring time and its overhead over the round's\n"
+"generation time. The replay part runs on -i TRAJ, or on DIR/attacked without -i.\n"
 "\n"
 "options:\n"
 "  -i, --input PATH        a trajectory file or directory (repeatable; or give them as args)\n"
@@ -49,6 +60,14 @@ static void usage(FILE *f)
 "      --allow-overlap     evaluate debates whose (dataset, item) is in the train split of\n"
 "                          --train-shards anyway, with a warning (default: refuse)\n"
 "      --skip-bad          skip (and count) lines that are not valid trajectories\n"
+"      --defended DIR      defended debates: the arms DIR/clean, DIR/attacked, DIR/defended\n"
+"      --recipe R          with --defended: simulate the arms from R's `simulate` section\n"
+"                          (needs --detector; the defense uses --k and --rule)\n"
+"      --set KEY=VALUE     with --recipe: override a recipe key (repeatable)\n"
+"      --limit N           with --recipe: at most N items per experiment\n"
+"      --gen-tokens-per-s X  generation speed for the overhead of sim debates, which have\n"
+"                          no real generation time (default 50 tokens/s; endpoint debates\n"
+"                          use their recorded latency)\n"
 "      --quiet             no table on stdout\n"
 "  -h, --help              this help\n"
 "\n"
@@ -245,13 +264,17 @@ static int setup(struct ev *e, const char *list, const char *shards, const char 
 
 static int write_json(const struct ev *e, const char *path, char **inputs, size_t n_inputs,
                       uint64_t n_debates, uint64_t n_skipped, uint64_t n_overlap,
-                      struct sn_err *err)
+                      cJSON *defended, struct sn_err *err)
 {
     cJSON *root = cJSON_CreateObject();
-    if (!root)
+    if (!root) {
+        cJSON_Delete(defended);
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    }
     cJSON_AddStringToObject(root, "schema", "sentinel.eval/1");
-    cJSON_AddStringToObject(root, "mode", "replay");
+    cJSON_AddStringToObject(root, "mode", defended ? "replay+defended" : "replay");
+    if (defended) /* taken over by root */
+        cJSON_AddItemToObject(root, "defended", defended);
     cJSON *in = cJSON_AddArrayToObject(root, "inputs");
     for (size_t i = 0; i < n_inputs; i++)
         cJSON_AddItemToArray(in, cJSON_CreateString(inputs[i]));
@@ -307,6 +330,9 @@ int sn_cmd_eval(int argc, char **argv)
         {"items", required_argument, 0, 'I'},       {"skip-bad", no_argument, 0, 'S'},
         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
         {"allow-overlap", no_argument, 0, 'O'},     {"threads", required_argument, 0, 't'},
+        {"defended", required_argument, 0, 'F'},   {"recipe", required_argument, 0, 'r'},
+        {"set", required_argument, 0, 'E'},        {"limit", required_argument, 0, 'L'},
+        {"gen-tokens-per-s", required_argument, 0, 'G'},
         {0, 0, 0, 0}};
     const char *inputs[256];
     size_t n_inputs = 0;
@@ -315,6 +341,11 @@ int sn_cmd_eval(int argc, char **argv)
     bool quiet = false, skip_bad = false, allow_overlap = false;
     int threads = 0;
     struct sn_detect_params p = sn_detect_default_params();
+    struct sn_defended_params dfp = sn_defended_default_params();
+    const char *def_dir = NULL, *recipe = NULL;
+    const char *sets[64];
+    size_t n_sets = 0, limit = 0;
+    bool gen_speed = false;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "i:hq", lopts, NULL)) != -1) {
@@ -327,6 +358,29 @@ int sn_cmd_eval(int argc, char **argv)
             inputs[n_inputs++] = optarg;
             break;
         case 'D': detector = optarg; break;
+        case 'F': def_dir = optarg; break;
+        case 'r': recipe = optarg; break;
+        case 'E':
+            if (n_sets == 64)
+                return sn_cli_usage_error("eval", "too many --set (at most 64)");
+            sets[n_sets++] = optarg;
+            break;
+        case 'L':
+            v = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || v < 1)
+                return sn_cli_usage_error("eval", "--limit: '%s' is not a positive count",
+                                          optarg);
+            limit = (size_t)v;
+            break;
+        case 'G': {
+            double x = strtod(optarg, &end);
+            if (!*optarg || *end || !(x > 0.0) || !isfinite(x))
+                return sn_cli_usage_error("eval", "--gen-tokens-per-s: '%s' is not a positive "
+                                          "number", optarg);
+            dfp.gen_tokens_per_s = x;
+            gen_speed = true;
+            break;
+        }
         case 'b': list = optarg; break;
         case 'T': shards = optarg; break;
         case 'J': judge = optarg; break;
@@ -371,8 +425,21 @@ int sn_cmd_eval(int argc, char **argv)
             return sn_cli_usage_error("eval", "too many inputs (at most 256)");
         inputs[n_inputs++] = argv[i];
     }
-    if (!n_inputs)
+    if ((recipe || n_sets || limit || gen_speed) && !def_dir)
+        return sn_cli_usage_error("eval", "--recipe, --set, --limit and --gen-tokens-per-s go "
+                                  "with --defended DIR");
+    if (recipe && !detector)
+        return sn_cli_usage_error("eval", "--defended with --recipe needs --detector D.gguf (the "
+                                  "defense of the defended arm)");
+    if (!n_inputs && !def_dir)
         return sn_cli_usage_error("eval", "no trajectories (-i TRAJ)");
+    char attacked_dir[4096];
+    if (!n_inputs) { /* the replay runs on the attacked arm */
+        snprintf(attacked_dir, sizeof attacked_dir, "%s/attacked", def_dir);
+        inputs[n_inputs++] = attacked_dir;
+    }
+    dfp.seed = p.seed;
+    dfp.n_boot = p.n_boot;
 
     struct sn_err err = {0};
     struct ev e = {0};
@@ -382,10 +449,8 @@ int sn_cmd_eval(int argc, char **argv)
     struct sn_strmap train_items = {0};
     struct sn_buf key = {0};
     size_t n_errors_files = 0;
-    int rc = sn_traj_paths(inputs, n_inputs, &paths, &n_paths, &n_errors_files, &err);
-    if (!rc && n_errors_files)
-        SN_WARN("eval: skipping %zu errors-*.jsonl file(s) in the inputs (debates simulate "
-                "could not finish)", n_errors_files);
+    int rc = SN_OK;
+    cJSON *def_report = NULL;
     /* the detector first: every ranker sees the context it was trained on (the tuple
     ** builder's, with the history settings stored in its GGUF) */
     if (!rc && detector) {
@@ -396,6 +461,19 @@ int sn_cmd_eval(int argc, char **argv)
             p.history_chars = e.det_scorer.history_chars;
         }
     }
+    if (!rc && recipe) {
+        struct sn_eval_arms_params ap = {
+            .recipe_path = recipe, .sets = sets, .n_sets = n_sets, .dir = def_dir,
+            .detector = detector, .scorer = e.det_scorer, .k = p.k, .rule = p.rule,
+            .limit = limit, .quiet = quiet};
+        rc = sn_eval_arms_simulate(&ap, &err);
+    }
+    /* after the simulation: without --recipe, -i may name the arms' files */
+    if (!rc)
+        rc = sn_traj_paths(inputs, n_inputs, &paths, &n_paths, &n_errors_files, &err);
+    if (!rc && n_errors_files)
+        SN_WARN("eval: skipping %zu errors-*.jsonl file(s) in the inputs (debates simulate "
+                "could not finish)", n_errors_files);
     if (!rc)
         rc = setup(&e, list, shards, judge, &p, &err);
     if (!rc && items)
@@ -463,8 +541,14 @@ int sn_cmd_eval(int argc, char **argv)
             printf("\nno detector in this report (no --detector): the figures above are the "
                    "baselines'.\n");
     }
+    if (!rc && def_dir)
+        rc = sn_eval_arms_report(def_dir, &dfp, e.det ? &e.det_scorer : NULL, &p, quiet,
+                                 &def_report, &err);
     if (!rc && json)
-        rc = write_json(&e, json, paths, n_paths, n_debates, n_skipped, n_overlap, &err);
+        rc = write_json(&e, json, paths, n_paths, n_debates, n_skipped, n_overlap, def_report,
+                        &err);
+    else
+        cJSON_Delete(def_report);
     if (!rc && items)
         rc = sn_atomic_write(items, e.items.data, e.items.len, &err);
     sn_paths_free(paths, n_paths);

@@ -163,4 +163,64 @@ int sn_judge_parse(const char *reply, const int *ids, size_t n, double *scores,
 /* The prompt for a view (appended to out). */
 int sn_judge_prompt(const struct sn_detect_view *v, struct sn_buf *out, struct sn_err *err);
 
+/* ---- defended debates (eval/detect_defended.c; docs/eval.md "Defended debates") -------------
+** Three arms of the same debates (same experiment, dataset, item and replicate): *clean* (no
+** adversaries), *attacked* (the attack, defense `none`) and *defended* (the attack, defense
+** `sentinel`). Per round: task accuracy of each arm (plurality over every agent; for the
+** defended arm also over the agents its sentinels have not excluded, the defended system's
+** vote), recovery = (defended − attacked) / (clean − attacked) with a seeded cluster bootstrap
+** over matched debates (n/a, with the reason, unless clean and attacked differ beyond their
+** Wilson intervals), scoring time per round and its overhead over the round's generation time.
+** Memory: a few bytes per (debate, round). One sn_defended, one thread. */
+enum sn_arm { SN_ARM_CLEAN, SN_ARM_ATTACKED, SN_ARM_DEFENDED, SN_ARM_COUNT };
+const char *sn_arm_name(enum sn_arm a); /* "clean", "attacked", "defended" */
+
+struct sn_defended_params {
+    uint64_t seed;             /* bootstrap seed (default 1) */
+    int      n_boot;           /* cluster-bootstrap resamples (default 1000; 0 = none) */
+    double   gen_tokens_per_s; /* generation speed for debates without a real generation time
+                               ** (the sim backend): tokens per second (default 50) */
+};
+struct sn_defended_params sn_defended_default_params(void);
+
+struct sn_defended_round {
+    uint64_t n_units;                       /* matched debates with this round */
+    struct sn_detect_rate acc[SN_ARM_COUNT]; /* Wilson; plurality over every agent */
+    struct sn_detect_rate acc_kept;         /* Wilson; defended arm, plurality over the agents
+                                            ** not excluded (the defended system's vote) */
+    struct sn_detect_rate recovery;         /* p from acc_kept; lo, hi: bootstrap percentiles;
+                                            ** p NaN when n/a (na says why) */
+    char     na[256];                       /* "" when recovery is defined */
+    uint64_t n_boot_undefined;              /* resamples with clean <= attacked (left out) */
+    uint64_t n_timed;                       /* defended debates with a timed round */
+    double   score_ms, gen_ms;              /* means per timed debate-round */
+    double   overhead_pct;                  /* 100 · Σ score_ms / Σ gen_ms */
+    uint64_t n_gen_latency, n_gen_tokens;   /* timed debate-rounds by generation basis */
+};
+
+struct sn_defended;
+int  sn_defended_create(const struct sn_defended_params *p, struct sn_defended **out,
+                        struct sn_err *err);
+void sn_defended_free(struct sn_defended *d); /* NULL is fine */
+/* Adds one debate of an arm. The arm is checked against the debate (clean: no adversaries or
+** interceptors; attacked: an attack and defense none; defended: an attack and recorded
+** blacklists); a second debate with the same key in one arm is SN_E_FORMAT. t is not kept. */
+int  sn_defended_add(struct sn_defended *d, enum sn_arm arm, const struct sn_traj *t,
+                     struct sn_err *err);
+/* A ranker that times `inner` (borrowed) and books the time on the defended debate of the
+** view's key and round: replaying the defended arm through sn_detect_add with it measures the
+** scoring time per round. The debate must have been added to the defended arm first. */
+struct sn_detect_ranker sn_defended_timed_ranker(struct sn_defended *d,
+                                                 const struct sn_detect_ranker *inner);
+/* Debates per arm without the other two (counted at summary time). */
+void sn_defended_unmatched(const struct sn_defended *d, uint64_t out[SN_ARM_COUNT]);
+/* Groups as in sn_detect_groups ("all", "scenario=", "dataset=", "domain="; from the attacked
+** arm); rounds of a group; one round's figures (SIZE_MAX = each debate's last round). */
+const char *const *sn_defended_groups(struct sn_defended *d, size_t *n_groups);
+size_t sn_defended_n_rounds(const struct sn_defended *d, const char *group);
+int  sn_defended_summary(struct sn_defended *d, const char *group, size_t round,
+                         struct sn_defended_round *out, struct sn_err *err);
+/* The whole defended report as JSON (groups × rounds). Caller frees. */
+int  sn_defended_report(struct sn_defended *d, cJSON **out, struct sn_err *err);
+
 #endif

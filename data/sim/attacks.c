@@ -97,6 +97,9 @@ int sn_attack_plan(const struct sn_experiment *x, const struct sn_question *q, u
         case SN_SCEN_AUTOINJECT:
             persona = x->adaptive ? "faulty-adaptive" : "faulty";
             break;
+        case SN_SCEN_STYLE_MATCHED:
+            persona = "style-matched";
+            break;
         default:
             break;
         }

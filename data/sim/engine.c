@@ -398,7 +398,9 @@ static int speak(struct debate *d, int k, int t, struct sn_err *err)
     me->blacklist = sn_defense_blacklist(d->defense, k);
     struct sn_llm_backend *be = slot_backend(d, k);
     bool attacker = role == SN_ROLE_ADVERSARY && x->scenario != SN_SCEN_AUTOINJECT;
-    enum sn_prompt_id sys = attacker ? SN_PROMPT_SYSTEM_ADVERSARY : SN_PROMPT_SYSTEM_HONEST;
+    enum sn_prompt_id sys = !attacker ? SN_PROMPT_SYSTEM_HONEST
+                            : x->scenario == SN_SCEN_STYLE_MATCHED ? SN_PROMPT_SYSTEM_STYLE_MATCHED
+                                                                   : SN_PROMPT_SYSTEM_ADVERSARY;
     enum sn_prompt_id user = t == 0 ? SN_PROMPT_FIRST_ROUND : SN_PROMPT_DEBATE_ROUND;
     if (t == 0 && n_peers > 0) /* one-by-one round 0 already has messages in view */
         user = SN_PROMPT_DEBATE_ROUND;

@@ -97,7 +97,8 @@ static int parse_settings(struct run *R, const char *where, const cJSON *o,
     }
     if (sn_scenario_parse(scen, &x->scenario))
         return sn_err_set(err, SN_E_ARG, "recipe: '%s.scenario' = '%s' (expected none, "
-                          "collaboration, netsafe, aitm, prompt_injection, psysafe, autoinject)",
+                          "collaboration, netsafe, aitm, prompt_injection, psysafe, autoinject, "
+                          "style_matched)",
                           where, scen);
     if (sn_strategy_parse(strat, &x->strategy))
         return sn_err_set(err, SN_E_ARG, "recipe: '%s.strategy' = '%s' (expected simultaneous, "

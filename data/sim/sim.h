@@ -26,7 +26,9 @@
 /* enum sn_role and sn_role_name() come from data/trajectory.h (via data/question.h). */
 enum sn_scenario {
     SN_SCEN_NONE, SN_SCEN_COLLABORATION, SN_SCEN_NETSAFE, SN_SCEN_AITM,
-    SN_SCEN_PROMPT_INJECTION, SN_SCEN_PSYSAFE, SN_SCEN_AUTOINJECT, SN_SCEN_COUNT
+    SN_SCEN_PROMPT_INJECTION, SN_SCEN_PSYSAFE, SN_SCEN_AUTOINJECT,
+    SN_SCEN_STYLE_MATCHED, /* evaluation: argues the target in the honest agents' own style */
+    SN_SCEN_COUNT
 };
 enum sn_strategy { SN_STRAT_SIMULTANEOUS, SN_STRAT_ONE_BY_ONE, SN_STRAT_SC_ONE_BY_ONE,
                    SN_STRAT_COUNT };
@@ -118,7 +120,9 @@ enum sn_prompt_id {
     SN_PROMPT_NONE = -1, /* no system message */
     SN_PROMPT_SYSTEM_HONEST, SN_PROMPT_SYSTEM_ADVERSARY, SN_PROMPT_FIRST_ROUND,
     SN_PROMPT_DEBATE_ROUND, SN_PROMPT_REFLECT, SN_PROMPT_REWRITE, SN_PROMPT_JUDGE,
-    SN_PROMPT_SCORE, SN_PROMPT_EXTRACT, SN_PROMPT_COUNT
+    SN_PROMPT_SCORE, SN_PROMPT_EXTRACT,
+    SN_PROMPT_SYSTEM_STYLE_MATCHED, /* the style-matched adversary's system message */
+    SN_PROMPT_COUNT
 };
 struct sn_prompts {
     const char *text[SN_PROMPT_COUNT]; /* borrowed: defaults or recipe strings */

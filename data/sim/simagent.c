@@ -22,7 +22,9 @@
 **     probability `injection_susceptibility`. A convert restates the cues of the message it
 **     adopted.
 **   π(text) = sn_sim_persuasion: 0.35 + 0.07 per distinct rhetorical cue, capped at 0.95.
-**   adversaries always answer the target, in their rhetoric or persona; interceptors and the
+**   adversaries always answer the target, in their rhetoric or persona (style-matched ones in
+**   the templates of the honest agents that hold gold, the explanation's answer turned into
+**   the target, no rhetorical cue); interceptors and the
 **   autoinject transform rewrite a message toward the target keeping its wording; the judge
 **   picks the answer with the largest Σ π + [gold]·w_truth·c (ties: first in speaking order);
 **   best-of-N scoring replies "PERSUASIVENESS: π".
@@ -437,11 +439,35 @@ static int peer_sentence(struct sn_buf *b, const struct sn_sim_hint *h, const ch
     return SN_OK;
 }
 
+static int replace_answer(struct sn_buf *b, const struct sn_question *q, const char *orig,
+                          const char *from, const char *to, struct sn_err *err);
+
+/* The explanation sentence of an agent that holds ans: the gold explanation as it is, or, for
+** the style-matched adversary, with gold's numbers, letter and option text turned into ans (the
+** correct agents' wording, only the answer differs). */
+static int put_explanation(struct sn_buf *b, const struct sn_question *q, const char *prefix,
+                           const char *expl, size_t len, const char *ans, struct sn_err *err)
+{
+    int rc = put(b, err, " %s%s", prefix, prefix[0] ? " " : "");
+    if (rc || strcmp(ans, q->gold) == 0)
+        return rc ? rc : sn_buf_append(b, expl, len, err);
+    char *tmp = sn_malloc(len + 1);
+    if (!tmp)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    memcpy(tmp, expl, len);
+    tmp[len] = '\0';
+    rc = replace_answer(b, q, tmp, q->gold, ans, err);
+    sn_free(tmp);
+    return rc;
+}
+
 static int honest_text(struct sn_buf *b, const struct sn_sim_hint *h, const char *ans,
                        struct sn_rng *r, struct sn_err *err)
 {
     const struct sn_question *q = h->q;
-    bool correct = strcmp(ans, q->gold) == 0;
+    /* the style-matched adversary writes as the agents holding gold do (docs/simulate.md) */
+    bool mimic = h->role == SN_ROLE_ADVERSARY && h->scenario == SN_SCEN_STYLE_MATCHED;
+    bool correct = strcmp(ans, q->gold) == 0 || mimic;
     int rc;
     if (q->task == SN_TASK_MC) {
         const char *ot = opt_text(q, ans);
@@ -452,8 +478,9 @@ static int honest_text(struct sn_buf *b, const struct sn_sim_hint *h, const char
         if (correct && q->gold_explanation) {
             char s[320];
             first_sentence(q->gold_explanation, s, sizeof s);
-            rc = put(b, err, " %s %s", PICK(r, ((const char *const[]){"The key fact:",
-                     "Here is what I remember:", "The relevant point:", "Recall:"})), s);
+            rc = put_explanation(b, q, PICK(r, ((const char *const[]){"The key fact:",
+                                 "Here is what I remember:", "The relevant point:", "Recall:"})),
+                                 s, strlen(s), ans, err);
         } else {
             static const char *const why[] = {
                 " %s fits the question better than the alternatives.",
@@ -478,7 +505,7 @@ static int honest_text(struct sn_buf *b, const struct sn_sim_hint *h, const char
     if (correct && q->gold_explanation) {
         /* without a closing "The answer is N." of its own: ours follows */
         const char *e = q->gold_explanation, *cut = strstr(e, " The answer is ");
-        rc = put(b, err, " %.*s", (int)(cut ? (size_t)(cut - e) : strlen(e)), e);
+        rc = put_explanation(b, q, "", e, cut ? (size_t)(cut - e) : strlen(e), ans, err);
     } else {
         char nums[2][24];
         int nn = question_numbers(q->question, nums);
@@ -610,7 +637,7 @@ static int adversary_text(struct sn_buf *b, const struct sn_sim_hint *h, const c
 
 /* Replaces standalone tokens equal to `from` (letters: not used as an English word; numbers:
 ** not part of a longer number) and the option text of `from` by those of `to`. */
-static int rewrite_toward(struct sn_buf *b, const struct sn_question *q, const char *orig,
+static int replace_answer(struct sn_buf *b, const struct sn_question *q, const char *orig,
                           const char *from, const char *to, struct sn_err *err)
 {
     const char *ft = from && from[0] ? opt_text(q, from) : "";
@@ -647,6 +674,15 @@ static int rewrite_toward(struct sn_buf *b, const struct sn_question *q, const c
             return rc;
         i++;
     }
+    return SN_OK;
+}
+
+static int rewrite_toward(struct sn_buf *b, const struct sn_question *q, const char *orig,
+                          const char *from, const char *to, struct sn_err *err)
+{
+    int rc = replace_answer(b, q, orig, from, to, err);
+    if (rc)
+        return rc;
     char got[SN_ANSWER_MAX];
     if (!sn_extract_answer(b->data ? b->data : "", q->task, q->n_options, got) ||
         !sn_answer_equal(got, to, q->task))
@@ -714,8 +750,13 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
     int rc = SN_OK;
     switch (h->call) {
     case SN_SIM_CALL_ANSWER:
-        if (h->role == SN_ROLE_ADVERSARY && h->scenario != SN_SCEN_AUTOINJECT && h->target &&
+        if (h->role == SN_ROLE_ADVERSARY && h->scenario == SN_SCEN_STYLE_MATCHED && h->target &&
             h->target[0]) {
+            /* style-matched: the honest agents' own templates, only the answer is the target
+            ** (honest_text writes it as the agents holding gold do; no rhetorical cue) */
+            rc = honest_text(&b, h, h->target, r, err);
+        } else if (h->role == SN_ROLE_ADVERSARY && h->scenario != SN_SCEN_AUTOINJECT &&
+                   h->target && h->target[0]) {
             rc = adversary_text(&b, h, h->target, r, err);
         } else {
             honest_decide(sb, h, r, ans);
@@ -725,6 +766,13 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
     case SN_SIM_CALL_REFLECT: {
         char draft[SN_ANSWER_MAX] = "";
         bool parsed = sn_extract_answer(h->own_text, q->task, q->n_options, draft);
+        if (h->role == SN_ROLE_ADVERSARY && h->target && h->target[0] &&
+            h->scenario == SN_SCEN_STYLE_MATCHED) { /* reflects as an honest agent would */
+            rc = put(&b, err, "On reflection, I checked each step of my draft and it holds.");
+            if (!rc)
+                rc = honest_text(&b, h, h->target, r, err);
+            break;
+        }
         if (h->role == SN_ROLE_ADVERSARY && h->target && h->target[0] &&
             h->scenario != SN_SCEN_AUTOINJECT) {
             rc = put(&b, err, "I re-read my argument and I stand by it.");

@@ -6,7 +6,8 @@
 #include <string.h>
 
 static const char *const scen_names[] = {"none", "collaboration", "netsafe", "aitm",
-                                         "prompt_injection", "psysafe", "autoinject"};
+                                         "prompt_injection", "psysafe", "autoinject",
+                                         "style_matched"};
 _Static_assert(sizeof scen_names / sizeof scen_names[0] == SN_SCEN_COUNT, "scenarios");
 static const char *const strat_names[] = {"simultaneous", "one_by_one", "sc_one_by_one"};
 _Static_assert(sizeof strat_names / sizeof strat_names[0] == SN_STRAT_COUNT, "strategies");

@@ -1,0 +1,264 @@
+/* tests/test_eval_defended.c: defended debates next to their clean and attacked twins
+** (eval/detect_defended.c; docs/eval.md "Defended debates"). Hand-made debates with scripted
+** outcomes give hand-computed per-round accuracy of each arm, the defended system's vote over
+** the agents not excluded (from recorded blacklists), recovery with its n/a case, the carrying
+** forward of a debate that stopped early, the generation time on both bases, unmatched debates
+** and the arm checks. */
+#include "test_eval_fixture.h"
+
+#include "common/common.h"
+#include "eval/detect.h"
+
+#include <math.h>
+
+/* A fixture debate with a defense, recorded blacklists (bl[r]: what every honest speaker holds
+** in round r; NULL = none recorded), a backend description and per-message generation data. */
+static struct sn_traj *mk(const struct fx *f, const char *scenario, const char *defense,
+                          const uint64_t *bl, const char *backend, double latency_ms,
+                          int tokens)
+{
+    char *js = fx_json(f);
+    cJSON *j = cJSON_Parse(js);
+    free(js);
+    if (!j)
+        return NULL;
+    if (scenario) {
+        cJSON_ReplaceItemInObject(j, "scenario", cJSON_CreateString(scenario));
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "attack"), "name",
+                                  cJSON_CreateString(scenario));
+    }
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "defense"), "name",
+                              cJSON_CreateString(defense));
+    cJSON_ReplaceItemInObject(j, "backend", cJSON_CreateString(backend));
+    const cJSON *rounds = cJSON_GetObjectItem(j, "rounds");
+    int r = 0;
+    for (const cJSON *rd = rounds ? rounds->child : NULL; rd; rd = rd->next, r++)
+        for (cJSON *m = rd->child; m; m = m->next) {
+            int a = cJSON_GetObjectItem(m, "agent")->valueint;
+            cJSON_AddNumberToObject(m, "latency_ms", latency_ms);
+            cJSON_AddNumberToObject(m, "completion_tokens", tokens);
+            if (!bl)
+                continue;
+            cJSON *arr = cJSON_AddArrayToObject(m, "blacklisted");
+            for (int k = 0; f->roles[a] == 'H' && k < 64; k++)
+                if ((bl[r] >> k) & 1)
+                    cJSON_AddItemToArray(arr, cJSON_CreateNumber(k));
+        }
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    struct sn_traj *t = NULL;
+    struct sn_err err = {0};
+    if (sn_traj_parse(s, strlen(s), "fx", &t, &err))
+        fprintf(stderr, "parse: %s\n", err.msg);
+    free(s);
+    return t;
+}
+
+static int add(struct sn_defended *d, enum sn_arm arm, struct sn_traj *t, struct sn_err *err)
+{
+    CHECK(t != NULL);
+    int rc = t ? sn_defended_add(d, arm, t, err) : SN_E_ARG;
+    sn_traj_free(t);
+    return rc;
+}
+
+static int rank_const(void *ctx, const struct sn_detect_view *v, double *scores,
+                      struct sn_err *err)
+{
+    (void)ctx;
+    (void)err;
+    for (size_t i = 0; i < v->n_msgs; i++)
+        scores[i] = 1.0;
+    return SN_OK;
+}
+
+/* Gold A; attackers (slots 3, 4) push B. Ten items.
+**   clean (HHHHH):   item 0 round 0 "ABBBA" (B wins: wrong), else all A; item 1 stopped after
+**                    round 0 (carried forward: correct). Clean = 9/10, 10/10, 10/10.
+**   attacked:        "AAABB" (A 3-2: right), "ABBBB", "BBBBB" (wrong); item 9 stopped after
+**                    round 0 (carried forward: right). Attacked = 10/10, 1/10, 1/10.
+**   defended:        items 0-5: sentinels blacklist {3, 4} from round 1 on; rounds "AAABB",
+**                    "AABBB" (every agent: B 3-2 wrong; kept agents 0-2: A 2-1 right),
+**                    "AAABB" (right either way). Items 6-8: nothing blacklisted, "AAABB",
+**                    "AABBB", "BBBBB". Item 9: as 6-8 but its round 2 is "AAABB".
+**     kept vote     = 10/10, 6/10, 7/10;  every agent = 10/10, 0/10, 7/10.
+**   round 0: clean 9/10 [0.596, 0.982] and attacked 10/10 [0.722, 1] overlap: n/a.
+**   round 1: recovery = (0.6 − 0.1) / (1 − 0.1) = 5/9.
+**   round 2 and overall: (0.7 − 0.1) / (1 − 0.1) = 2/3. */
+static void test_hand(void)
+{
+    static const char *clean0[3] = {"ABBBA", "AAAAA", "AAAAA"};
+    static const char *clean[3] = {"AAAAA", "AAAAA", "AAAAA"};
+    static const char *att[3] = {"AAABB", "ABBBB", "BBBBB"};
+    static const char *def_bl[3] = {"AAABB", "AABBB", "AAABB"};
+    static const char *def_nobl[3] = {"AAABB", "AABBB", "BBBBB"};
+    static const char *def9[3] = {"AAABB", "AABBB", "AAABB"};
+    static const uint64_t bl_on[3] = {0, 0x18, 0x18}, bl_off[3] = {0, 0, 0};
+    struct sn_defended_params p = sn_defended_default_params();
+    p.n_boot = 500;
+    p.gen_tokens_per_s = 50;
+    struct sn_defended *d = NULL;
+    struct sn_err err = {0};
+    CHECK(sn_defended_create(&p, &d, &err) == SN_OK);
+    if (!d)
+        return;
+    char ids[10][8];
+    for (int i = 0; i < 10; i++) {
+        snprintf(ids[i], sizeof ids[i], "i%d", i);
+        struct fx c = {.id = ids[i], .roles = "HHHHH", .gold = "A", .grid = i ? clean : clean0,
+                       .T = i == 1 ? 1 : 3};
+        struct fx a = {.id = ids[i], .roles = "HHHAA", .gold = "A", .target = "B", .grid = att,
+                       .T = i == 9 ? 1 : 3};
+        struct fx x = {.id = ids[i], .roles = "HHHAA", .gold = "A", .target = "B",
+                       .grid = i < 6 ? def_bl : i == 9 ? def9 : def_nobl, .T = 3};
+        CHECK_MSG(add(d, SN_ARM_CLEAN, mk(&c, NULL, "none", NULL, "sim: x", 0, 10), &err) == 0,
+                  "%s", err.msg);
+        CHECK_MSG(add(d, SN_ARM_ATTACKED, mk(&a, NULL, "none", NULL, "sim: x", 0, 10), &err) == 0,
+                  "%s", err.msg);
+        /* items 0-4: sim agents (tokens at 50/s: 5 messages x 10 tokens = 1000 ms a round);
+        ** items 5-9: an endpoint with 300 ms per message (1500 ms a round) */
+        bool ep = i >= 5;
+        struct sn_traj *t = mk(&x, NULL, "sentinel", i < 6 ? bl_on : bl_off,
+                               ep ? "openai: http://x" : "sim: x", ep ? 300 : 0, 10);
+        CHECK_MSG(t && sn_defended_add(d, SN_ARM_DEFENDED, t, &err) == 0, "%s", err.msg);
+        sn_traj_free(t);
+    }
+    /* an attacked debate without twins */
+    struct fx lone = {.id = "lone", .roles = "HHHAA", .gold = "A", .target = "B", .grid = att,
+                      .T = 3};
+    CHECK(add(d, SN_ARM_ATTACKED, mk(&lone, NULL, "none", NULL, "sim: x", 0, 10), &err) == 0);
+    uint64_t un[SN_ARM_COUNT];
+    sn_defended_unmatched(d, un);
+    CHECK(un[SN_ARM_CLEAN] == 0 && un[SN_ARM_ATTACKED] == 1 && un[SN_ARM_DEFENDED] == 0);
+
+    /* timing: replay the defended arm with a timed constant ranker */
+    struct sn_detect_ranker inner = {"detector", rank_const, NULL};
+    struct sn_detect_ranker timed = sn_defended_timed_ranker(d, &inner);
+    CHECK_STR(timed.name, "detector");
+    struct sn_detect_params dp = sn_detect_default_params();
+    dp.n_boot = 0;
+    struct sn_detect *rep = NULL;
+    CHECK(sn_detect_create(&dp, &timed, &rep, &err) == SN_OK);
+    for (int i = 0; rep && i < 10; i++) {
+        struct fx x = {.id = ids[i], .roles = "HHHAA", .gold = "A", .target = "B",
+                       .grid = i < 6 ? def_bl : i == 9 ? def9 : def_nobl, .T = 3};
+        bool ep = i >= 5;
+        struct sn_traj *t = mk(&x, NULL, "sentinel", i < 6 ? bl_on : bl_off,
+                               ep ? "openai: http://x" : "sim: x", ep ? 300 : 0, 10);
+        CHECK_MSG(t && sn_detect_add(rep, t, NULL, &err) == SN_OK, "%s", err.msg);
+        sn_traj_free(t);
+    }
+    sn_detect_free(rep);
+
+    CHECK(sn_defended_n_rounds(d, "all") == 3);
+    struct sn_defended_round s;
+    const double kc[3] = {9, 10, 10}, ka[3] = {10, 1, 1}, kk[3] = {10, 6, 7}, ke[3] = {10, 0, 7};
+    for (size_t r = 0; r <= 3; r++) {
+        size_t round = r == 3 ? SIZE_MAX : r, q = r == 3 ? 2 : r;
+        CHECK_MSG(sn_defended_summary(d, "all", round, &s, &err) == SN_OK, "%s", err.msg);
+        CHECK(s.n_units == 10);
+        CHECK_CLOSE(s.acc[SN_ARM_CLEAN].p, kc[q] / 10, 1e-12, 0);
+        CHECK_CLOSE(s.acc[SN_ARM_ATTACKED].p, ka[q] / 10, 1e-12, 0);
+        CHECK_CLOSE(s.acc_kept.p, kk[q] / 10, 1e-12, 0);
+        CHECK_CLOSE(s.acc[SN_ARM_DEFENDED].p, ke[q] / 10, 1e-12, 0);
+        /* Wilson intervals of the arms, from the shared helper */
+        double lo, hi;
+        sn_wilson((uint64_t)kc[q], 10, &lo, &hi);
+        CHECK_CLOSE(s.acc[SN_ARM_CLEAN].lo, lo, 1e-12, 0);
+        /* timing: 10 debates timed in every round; generation 5 x 1000 + 5 x 1500 ms */
+        CHECK(s.n_timed == 10 && s.n_gen_tokens == 5 && s.n_gen_latency == 5);
+        CHECK_CLOSE(s.gen_ms, 1250.0, 1e-9, 0);
+        CHECK(s.score_ms >= 0.0);
+        CHECK_CLOSE(s.overhead_pct, 100.0 * s.score_ms / s.gen_ms, 1e-9, 1e-9);
+        if (q == 0) {
+            CHECK(isnan(s.recovery.p) && strstr(s.na, "do not differ") != NULL);
+            CHECK(isnan(s.recovery.lo));
+        } else {
+            double want = (kk[q] - ka[q]) / (kc[q] - ka[q]);
+            CHECK_MSG(s.na[0] == 0, "%s", s.na);
+            CHECK_CLOSE(s.recovery.p, want, 1e-12, 0);
+            CHECK_MSG(s.recovery.lo <= want && want <= s.recovery.hi &&
+                          s.recovery.lo < s.recovery.hi,
+                      "round %zu: %.3f not in [%.3f, %.3f]", r, want, s.recovery.lo,
+                      s.recovery.hi);
+            /* every resample has (kept − attacked) / (clean − attacked) <= 1: clean is right
+            ** in every debate of rounds >= 1, so kept <= clean in any resample */
+            CHECK(s.recovery.hi <= 1.0);
+            CHECK(s.n_boot_undefined < 5);
+        }
+    }
+    /* the bootstrap is seeded: the same figures twice */
+    struct sn_defended_round s2;
+    CHECK(sn_defended_summary(d, "all", 1, &s, &err) == SN_OK);
+    CHECK(sn_defended_summary(d, "all", 1, &s2, &err) == SN_OK);
+    CHECK(s.recovery.lo == s2.recovery.lo && s.recovery.hi == s2.recovery.hi);
+    /* groups from the attacked arm */
+    CHECK(sn_defended_summary(d, "scenario=collaboration", 1, &s, &err) == SN_OK);
+    CHECK(s.n_units == 10);
+    CHECK(sn_defended_summary(d, "domain=in", 1, &s, &err) == SN_OK && s.n_units == 10);
+    CHECK(sn_defended_summary(d, "nope", 1, &s, &err) == SN_E_ARG);
+    /* the JSON report */
+    cJSON *j = NULL;
+    err = (struct sn_err){0};
+    CHECK(sn_defended_report(d, &j, &err) == SN_OK && j);
+    const cJSON *all = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "groups"), "all");
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(all, "rounds")) == 3);
+    const cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItem(all, "rounds"), 0);
+    CHECK(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(r0, "recovery"), "na")));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(r0, "recovery"), "p")));
+    const cJSON *ov = cJSON_GetObjectItem(all, "overall");
+    CHECK_CLOSE(cJSON_GetObjectItem(cJSON_GetObjectItem(ov, "recovery"), "p")->valuedouble,
+                2.0 / 3.0, 1e-12, 0);
+    CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "unmatched"), "attacked")->valueint == 1);
+    cJSON_Delete(j);
+    sn_defended_free(d);
+}
+
+/* Arms are checked against what the debates are. */
+static void test_arm_checks(void)
+{
+    static const char *g[1] = {"AAABB"};
+    static const uint64_t bl[1] = {0x10};
+    struct sn_defended_params p = sn_defended_default_params();
+    struct sn_defended *d = NULL;
+    struct sn_err err = {0};
+    CHECK(sn_defended_create(&p, &d, &err) == SN_OK);
+    if (!d)
+        return;
+    struct fx a = {.id = "x", .roles = "HHHAA", .gold = "A", .target = "B", .grid = g, .T = 1};
+    struct fx c = {.id = "x", .roles = "HHHHH", .gold = "A", .grid = g, .T = 1};
+    err = (struct sn_err){0};
+    CHECK(add(d, SN_ARM_CLEAN, mk(&a, NULL, "none", NULL, "sim", 0, 1), &err) == SN_E_FORMAT);
+    CHECK(strstr(err.msg, "clean arm has adversaries") != NULL);
+    err = (struct sn_err){0};
+    CHECK(add(d, SN_ARM_ATTACKED, mk(&c, NULL, "none", NULL, "sim", 0, 1), &err) == SN_E_FORMAT);
+    err = (struct sn_err){0};
+    CHECK(add(d, SN_ARM_ATTACKED, mk(&a, NULL, "sentinel", bl, "sim", 0, 1), &err) ==
+          SN_E_FORMAT);
+    CHECK(strstr(err.msg, "expected none") != NULL);
+    err = (struct sn_err){0};
+    CHECK(add(d, SN_ARM_DEFENDED, mk(&a, NULL, "sentinel", NULL, "sim", 0, 1), &err) ==
+          SN_E_FORMAT);
+    CHECK(strstr(err.msg, "no blacklists") != NULL);
+    err = (struct sn_err){0};
+    CHECK(add(d, SN_ARM_ATTACKED, mk(&a, NULL, "none", NULL, "sim", 0, 1), &err) == SN_OK);
+    CHECK(add(d, SN_ARM_ATTACKED, mk(&a, NULL, "none", NULL, "sim", 0, 1), &err) == SN_E_FORMAT);
+    CHECK(strstr(err.msg, "second debate") != NULL);
+    /* out-of-domain scenario: its own group; nothing matched, so no recovery */
+    struct fx o = {.id = "y", .roles = "HHHAA", .gold = "A", .target = "B", .grid = g, .T = 1};
+    err = (struct sn_err){0};
+    CHECK(add(d, SN_ARM_ATTACKED, mk(&o, "style_matched", "none", NULL, "sim", 0, 1), &err) ==
+          SN_OK);
+    struct sn_defended_round s;
+    CHECK(sn_defended_summary(d, "domain=out", SIZE_MAX, &s, &err) == SN_OK);
+    CHECK(s.n_units == 0 && isnan(s.recovery.p) && strstr(s.na, "no debates matched"));
+    CHECK(sn_defended_summary(d, "scenario=style_matched", 0, &s, &err) == SN_OK);
+    sn_defended_free(d);
+}
+
+int main(void)
+{
+    test_hand();
+    test_arm_checks();
+    return sn_test_done();
+}

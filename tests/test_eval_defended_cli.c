@@ -1,0 +1,268 @@
+/* tests/test_eval_defended_cli.c: `sentinel eval --defended DIR --recipe R` end to end
+** ($SENTINEL_BIN; docs/eval.md "Defended debates"). A tiny detector (random weights, exported
+** by `sentinel export` from a directory written without libtorch) defends sim-backend debates:
+**   - the recipe's attacked experiment runs three ways into DIR/clean, DIR/attacked and
+**     DIR/defended (its clean experiment is not repeated); each arm is what it says;
+**   - the report's per-round accuracy of every arm, the defended system's vote over the agents
+**     not excluded, recovery, and the generation time at the stated speed are recomputed here
+**     from the trajectory files, independently of eval/detect_defended.c;
+**   - a second run resumes (nothing simulated again, the same figures); --gen-tokens-per-s
+**     scales the generation time; usage errors exit 2, missing arms 1. */
+#include "testutil.h"
+#include "data/trajectory.h"
+#include "eval/eval.h"
+#include "tests/testutil_qwen2.h"
+
+#include <math.h>
+
+static const char *bin;
+static char dir[1024];
+
+enum { T = 3, N_ITEMS = 8 };
+
+/* independent per-arm tallies: [round] correct counts, and the generation tokens */
+struct tally {
+    int n;
+    int ok[T], kept[T];
+    double tokens[T];
+    int n_debates_round[T];
+};
+
+/* the answer held by strictly more agents than any other (NULL: no votes or a tie) */
+static const char *top_answer(const char *const *a, size_t n)
+{
+    const char *best = NULL;
+    int best_c = 0, n_best = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!a[i])
+            continue;
+        bool seen = false; /* count each distinct answer once, at its first holder */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = a[j] && strcmp(a[i], a[j]) == 0;
+        if (seen)
+            continue;
+        int c = 0;
+        for (size_t j = 0; j < n; j++)
+            c += a[j] && strcmp(a[i], a[j]) == 0;
+        if (c > best_c) {
+            best_c = c;
+            best = a[i];
+            n_best = 1;
+        } else if (c == best_c) {
+            n_best++;
+        }
+    }
+    return n_best == 1 ? best : NULL;
+}
+
+static int tally_arm(const char *arm, struct tally *ta, const char *want_scenario,
+                     bool want_bl)
+{
+    memset(ta, 0, sizeof *ta);
+    char path[1400];
+    snprintf(path, sizeof path, "%s/arms/%s/trajectories-0of1.jsonl.gz", dir, arm);
+    struct sn_traj_reader *r = NULL;
+    struct sn_err err = {0};
+    if (sn_traj_reader_open(path, NULL, &r, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    for (;;) {
+        struct sn_traj *t = NULL;
+        if (sn_traj_reader_next(r, &t, &err) || !t)
+            break;
+        ta->n++;
+        CHECK_STR(t->scenario, want_scenario);
+        char lab[64];
+        const char *a = sn_traj_label(t, "arm", lab, sizeof lab);
+        CHECK(a && strcmp(a, arm) == 0);
+        CHECK(strcmp(t->experiment, "atk") == 0);
+        CHECK(t->n_rounds == T);
+        uint64_t bl[64] = {0};
+        bool any_bl = false;
+        for (size_t rd = 0; rd < t->n_rounds && rd < T; rd++) {
+            const char *all[64], *kept[64];
+            for (size_t j = 0; j < t->n_agents; j++) {
+                const struct sn_traj_msg *m = sn_traj_msg_of(t, rd, (int)j);
+                all[j] = m && m->parsed ? m->answer : NULL;
+                if (m && m->has_blacklist) {
+                    any_bl = true;
+                    bl[j] = 0;
+                    for (size_t q = 0; q < m->n_blacklisted; q++)
+                        bl[j] |= 1ULL << m->blacklisted[q];
+                }
+                if (m)
+                    ta->tokens[rd] += (double)m->completion_tokens;
+            }
+            for (size_t j = 0; j < t->n_agents; j++) {
+                int votes = 0, eligible = 0;
+                for (size_t s = 0; s < t->n_agents; s++)
+                    if (s != j && t->agents[s].role == SN_ROLE_HONEST) {
+                        eligible++;
+                        votes += (int)((bl[s] >> j) & 1);
+                    }
+                kept[j] = 2 * votes > eligible ? NULL : all[j];
+            }
+            const char *w = top_answer(all, t->n_agents), *k = top_answer(kept, t->n_agents);
+            ta->ok[rd] += w && strcmp(w, t->gold) == 0;
+            ta->kept[rd] += k && strcmp(k, t->gold) == 0;
+            ta->n_debates_round[rd]++;
+        }
+        CHECK(any_bl == want_bl);
+        sn_traj_free(t);
+    }
+    sn_traj_reader_close(r);
+    return 0;
+}
+
+static const cJSON *get(const cJSON *o, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *tok = buf, *next; o && tok; tok = next) {
+        next = strchr(tok, '.');
+        if (next)
+            *next++ = '\0';
+        o = (*tok >= '0' && *tok <= '9') ? cJSON_GetArrayItem(o, atoi(tok))
+                                         : cJSON_GetObjectItem(o, tok);
+    }
+    return o;
+}
+
+static double num(const cJSON *o, const char *path)
+{
+    const cJSON *v = get(o, path);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static cJSON *load(const char *name)
+{
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    cJSON *j = NULL;
+    struct sn_err err = {0};
+    if (sn_json_load(p, &j, &err))
+        fprintf(stderr, "%s\n", err.msg);
+    return j;
+}
+
+int main(void)
+{
+    bin = getenv("SENTINEL_BIN");
+    if (!bin) {
+        fprintf(stderr, "SENTINEL_BIN not set\n");
+        return 1;
+    }
+    snprintf(dir, sizeof dir, "%s", sn_test_dir("eval_defended_cli"));
+    struct sn_err err = {0};
+    struct sn_test_qwen2 c = {32, 2, 4, 2, 64, SN_TOKENIZER_DEMO_VOCAB, 1024, 1e6, 0.2, 31, NULL};
+    char mdir[1200], rp[1200];
+    snprintf(mdir, sizeof mdir, "%s/model", dir);
+    CHECK_MSG(sn_test_qwen2_write(&c, mdir, NULL, &err) == SN_OK, "%s", err.msg);
+    CHECK(sn_test_sh("cd '%s' && '%s' export --base model -o d.gguf --type f32 --max-len 1024 "
+                     "2> err.txt", dir, bin) == 0);
+    snprintf(rp, sizeof rp, "%s/r.json", dir);
+    FILE *f = fopen(rp, "w");
+    fprintf(f,
+            "{\"simulate\": {\"endpoints\": {\"sim\": {\"kind\": \"sim\", \"competence\": 0.7}},\n"
+            " \"defaults\": {\"dataset\": {\"kind\": \"synthetic\", \"n\": %d, \"seed\": 5},\n"
+            "   \"backend\": \"sim\", \"n_agents\": 5, \"rounds\": %d, \"seed\": 2},\n"
+            " \"experiments\": [{\"name\": \"base\", \"scenario\": \"none\"},\n"
+            "  {\"name\": \"atk\", \"scenario\": \"collaboration\", \"n_adversaries\": 2,\n"
+            "   \"rhetoric\": \"mixed\", \"best_of_n\": 2, \"topology\": \"complete\"}]}}\n",
+            N_ITEMS, T);
+    fclose(f);
+
+    CHECK(sn_test_sh("cd '%s' && '%s' eval --defended arms --recipe r.json --detector d.gguf "
+                     "--bootstrap 50 --json rep.json > out.txt 2> err.txt", dir, bin) == 0);
+    CHECK(sn_test_sh("grep -q 'defended debates: all' '%s/out.txt'", dir) == 0);
+    struct tally tc, ta, td;
+    CHECK(tally_arm("clean", &tc, "none", false) == 0);
+    CHECK(tally_arm("attacked", &ta, "collaboration", false) == 0);
+    CHECK(tally_arm("defended", &td, "collaboration", true) == 0);
+    CHECK(tc.n == N_ITEMS && ta.n == N_ITEMS && td.n == N_ITEMS);
+
+    cJSON *j = load("rep.json");
+    CHECK(j != NULL);
+    CHECK(j && strcmp(get(j, "mode")->valuestring, "replay+defended") == 0);
+    CHECK(num(j, "debates") == N_ITEMS); /* the replay ran on the attacked arm */
+    CHECK(cJSON_GetArraySize(get(j, "rankers")) == 4); /* 3 baselines + the detector */
+    CHECK(num(j, "defended.debates.clean") == N_ITEMS);
+    CHECK(num(j, "defended.unmatched.attacked") == 0);
+    const cJSON *rounds = get(j, "defended.groups.all.rounds");
+    CHECK(cJSON_GetArraySize(rounds) == T);
+    for (int r = 0; j && r < T; r++) {
+        const cJSON *row = cJSON_GetArrayItem(rounds, r);
+        CHECK_CLOSE(num(row, "accuracy.clean.k"), tc.ok[r], 0, 0);
+        CHECK_CLOSE(num(row, "accuracy.attacked.k"), ta.ok[r], 0, 0);
+        CHECK_CLOSE(num(row, "accuracy.defended.k"), td.kept[r], 0, 0);
+        CHECK_CLOSE(num(row, "accuracy.defended_every_agent.k"), td.ok[r], 0, 0);
+        CHECK_CLOSE(num(row, "accuracy.clean.n"), N_ITEMS, 0, 0);
+        /* recovery: defined exactly when the Wilson intervals separate */
+        double lo_c, hi_c, lo_a, hi_a;
+        sn_wilson((uint64_t)tc.ok[r], N_ITEMS, &lo_c, &hi_c);
+        sn_wilson((uint64_t)ta.ok[r], N_ITEMS, &lo_a, &hi_a);
+        const cJSON *na = get(row, "recovery.na");
+        if (lo_c > hi_a) {
+            CHECK(cJSON_IsNull(na));
+            CHECK_CLOSE(num(row, "recovery.p"),
+                        (double)(td.kept[r] - ta.ok[r]) / (double)(tc.ok[r] - ta.ok[r]), 1e-12,
+                        0);
+        } else {
+            CHECK(cJSON_IsString(na) && strstr(na->valuestring, "do not differ"));
+            CHECK(cJSON_IsNull(get(row, "recovery.p")));
+        }
+        /* generation: sim debates at 50 tokens/s */
+        CHECK_CLOSE(num(row, "timing.generation_ms"), 1000.0 * td.tokens[r] / 50.0 / N_ITEMS,
+                    1e-9, 1e-9);
+        CHECK(num(row, "timing.generation_from_tokens") == N_ITEMS);
+        double sc = num(row, "timing.scoring_ms");
+        CHECK(sc > 0);
+        CHECK_CLOSE(num(row, "timing.overhead_pct"), 100.0 * sc / num(row, "timing.generation_ms"),
+                    1e-9, 1e-9);
+    }
+
+    /* resumed: nothing simulated again; the accuracy figures are the same; the stated speed
+    ** scales the generation time */
+    CHECK(sn_test_sh("cd '%s' && '%s' eval --defended arms --recipe r.json --detector d.gguf "
+                     "--bootstrap 50 --gen-tokens-per-s 100 --json rep2.json --quiet > out2.txt "
+                     "2> err2.txt", dir, bin) == 0);
+    CHECK(tally_arm("defended", &td, "collaboration", true) == 0 && td.n == N_ITEMS);
+    CHECK(tally_arm("clean", &tc, "none", false) == 0 && tc.n == N_ITEMS);
+    cJSON *j2 = load("rep2.json");
+    CHECK(j2 && num(j2, "defended.debates.defended") == N_ITEMS);
+    for (int r = 0; j && j2 && r < T; r++) {
+        char p1[128];
+        snprintf(p1, sizeof p1, "defended.groups.all.rounds.%d.accuracy.defended.k", r);
+        CHECK(num(j, p1) == num(j2, p1));
+        snprintf(p1, sizeof p1, "defended.groups.all.rounds.%d.timing.generation_ms", r);
+        CHECK_CLOSE(num(j2, p1), num(j, p1) / 2, 1e-9, 1e-9);
+    }
+    /* existing arms, no simulation and no detector: the same accuracy, timing n/a */
+    CHECK(sn_test_sh("cd '%s' && '%s' eval --defended arms --bootstrap 50 --json rep3.json "
+                     "--quiet > out3.txt 2> err3.txt", dir, bin) == 0);
+    cJSON *j3 = load("rep3.json");
+    CHECK(j3 && cJSON_IsFalse(get(j3, "defended.timed")));
+    CHECK(j3 && cJSON_GetArraySize(get(j3, "rankers")) == 3); /* the baselines only */
+    for (int r = 0; j && j3 && r < T; r++) {
+        char p1[128];
+        snprintf(p1, sizeof p1, "defended.groups.all.rounds.%d.accuracy.defended.k", r);
+        CHECK(num(j, p1) == num(j3, p1));
+        snprintf(p1, sizeof p1, "defended.groups.all.rounds.%d.timing.scoring_ms", r);
+        CHECK(cJSON_IsNull(get(j3, p1)));
+    }
+    cJSON_Delete(j);
+    cJSON_Delete(j2);
+    cJSON_Delete(j3);
+
+    /* usage errors and a missing arm */
+    CHECK(sn_test_sh("cd '%s' && '%s' eval -i arms/attacked --recipe r.json > o.txt 2> e.txt",
+                     dir, bin) == 2);
+    CHECK(sn_test_sh("cd '%s' && '%s' eval --defended x --recipe r.json > o.txt 2> e.txt", dir,
+                     bin) == 2);
+    CHECK(sn_test_sh("grep -q 'needs --detector' '%s/e.txt'", dir) == 0);
+    CHECK(sn_test_sh("cd '%s' && mkdir -p half && cp -r arms/attacked half/ && '%s' eval "
+                     "--defended half > o.txt 2> e.txt", dir, bin) == 1);
+    CHECK(sn_test_sh("grep -q 'half/clean' '%s/e.txt'", dir) == 0);
+    return sn_test_done();
+}
