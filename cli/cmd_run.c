@@ -160,7 +160,7 @@ struct run {
     char p_traj[PATH_MAX + 32], p_shards[PATH_MAX + 32], p_tok[PATH_MAX + 32],
         p_train[PATH_MAX + 32], p_gguf[PATH_MAX + 32], p_eval[PATH_MAX + 32],
         p_eval_traj[PATH_MAX + 48], p_eval_recipe[PATH_MAX + 48], p_report[PATH_MAX + 48],
-        p_report_json[PATH_MAX + 48], p_items[PATH_MAX + 48];
+        p_report_json[PATH_MAX + 48], p_items[PATH_MAX + 48], p_arms[PATH_MAX + 48];
     const char *tokenizer; /* build.tokenizer or p_tok */
     bool detector_in_eval; /* eval accepted --detector */
 };
@@ -324,7 +324,7 @@ static int write_eval_recipe(struct run *r)
 static int run_stage(struct run *r, int s)
 {
     struct argv_b b = {.n = 0};
-    char num[4][32], ckpt[PATH_MAX + 64];
+    char num[6][32], ckpt[PATH_MAX + 64];
     int rc;
     const cJSON *ev = section(r, "eval"), *bu = section(r, "build");
     switch (s) {
@@ -399,6 +399,12 @@ static int run_stage(struct run *r, int s)
         return spawn(b.a, NULL);
     }
     case ST_EVAL: {
+        static const char *const eval_keys[] = {
+            "dataset", "experiments", "k", "bootstrap", "seed", "baselines", "defended",
+            "defended_limit", "gen_tokens_per_s", NULL};
+        struct sn_err kerr = {0};
+        if (ev && sn_recipe_check_keys(ev, "eval", eval_keys, &kerr))
+            return sn_cli_fail("run", &kerr);
         if ((rc = write_eval_recipe(r)))
             return rc;
         arg(&b, r->self);
@@ -440,6 +446,33 @@ static int run_stage(struct run *r, int s)
         int base_n = e.n;
         arg(&e, "--detector");
         arg(&e, r->p_gguf);
+        /* Defended debates (docs/eval.md): the eval experiments run clean, attacked and with
+        ** the `sentinel` defense, for accuracy recovery and the scoring overhead. */
+        const cJSON *dfd = ev ? cJSON_GetObjectItemCaseSensitive(ev, "defended") : NULL;
+        if (dfd && !cJSON_IsBool(dfd)) {
+            fprintf(stderr, "sentinel run: recipe: eval.defended must be true or false\n");
+            return SN_EXIT_USAGE;
+        }
+        if (!cJSON_IsFalse(dfd)) {
+            arg(&e, "--defended");
+            arg(&e, r->p_arms);
+            arg(&e, "--recipe");
+            arg(&e, r->p_eval_recipe);
+            static const char *const dk[] = {"defended_limit", "gen_tokens_per_s"};
+            static const char *const dopt[] = {"--limit", "--gen-tokens-per-s"};
+            for (int i = 0; i < 2; i++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(ev, dk[i]);
+                if (v && !cJSON_IsNumber(v)) {
+                    fprintf(stderr, "sentinel run: recipe: eval.%s must be a number\n", dk[i]);
+                    return SN_EXIT_USAGE;
+                }
+                if (v) {
+                    snprintf(num[4 + i], sizeof num[4 + i], "%.17g", v->valuedouble);
+                    arg(&e, dopt[i]);
+                    arg(&e, num[4 + i]);
+                }
+            }
+        }
         rc = spawn(e.a, r->p_report);
         r->detector_in_eval = rc == SN_EXIT_OK;
         if (rc == SN_EXIT_UNAVAILABLE) {
@@ -481,20 +514,28 @@ static void print_headline(const char *path)
     }
     static const char *const rows[] = {"-- ", "figure ", "detection accuracy (agents)",
                                        "FPR (agents)", "FNR (agents)", "task accuracy", NULL};
-    bool on = false;
+    bool on = false, defended = false;
     for (char *line = txt, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
         if (!strncmp(line, "== ", 3)) {
-            on = !strcmp(line, "== all ==") || !strcmp(line, "== domain=in ==") ||
-                 !strcmp(line, "== domain=out ==");
+            defended = !strncmp(line, "== defended debates: ", 21);
+            const char *g = defended ? line + 21 : line + 3;
+            on = !strcmp(g, "all ==") || !strcmp(g, "domain=in ==") ||
+                 !strcmp(g, "domain=out ==");
             if (on)
                 printf("%s\n", line);
             continue;
         }
         if (!on)
             continue;
+        if (defended) { /* every round, the overall row and why recovery is n/a overall */
+            if (!strncmp(line, "round ", 6) || !strncmp(line, "overall", 7) ||
+                (*line >= '0' && *line <= '9') || !strncmp(line, "  round overall:", 16))
+                printf("%s\n", line);
+            continue;
+        }
         for (int i = 0; rows[i]; i++)
             if (!strncmp(line, rows[i], strlen(rows[i]))) {
                 printf("%s\n", line);
@@ -630,6 +671,7 @@ int sn_cmd_run(int argc, char **argv)
     snprintf(r.p_train, sizeof r.p_train, "%s/train", r.out);
     snprintf(r.p_gguf, sizeof r.p_gguf, "%s/detector.gguf", r.out);
     snprintf(r.p_eval, sizeof r.p_eval, "%s/eval", r.out);
+    snprintf(r.p_arms, sizeof r.p_arms, "%s/eval/arms", r.out);
     snprintf(r.p_eval_traj, sizeof r.p_eval_traj, "%s/eval/trajectories", r.out);
     snprintf(r.p_eval_recipe, sizeof r.p_eval_recipe, "%s/eval/simulate.json", r.out);
     snprintf(r.p_report, sizeof r.p_report, "%s/eval/report.txt", r.out);

@@ -30,6 +30,7 @@ done
 grep -q "detector      $tmp/a/detector.gguf" "$tmp/a1.log" || fail "summary does not name the detector"
 grep -q "held-out pairwise accuracy, test split" "$tmp/a1.log" || fail "summary lacks the held-out accuracy"
 grep -q "eval items    $tmp/a/eval/items.csv" "$tmp/a1.log" || fail "summary does not name the eval items"
+grep -q "== defended debates: all ==" "$tmp/a1.log" || fail "summary lacks the defended debates (accuracy recovery)"
 /usr/bin/python3 - "$tmp/a/run.json" "$tmp/a/eval/report.json" <<'PY' || fail "run.json / report.json"
 import json, sys
 st = json.load(open(sys.argv[1]))["stages"]
@@ -38,6 +39,15 @@ assert all(v["state"] == "done" and len(v["key"]) == 64 for v in st.values()), s
 assert len({v["key"] for v in st.values()}) == 5
 rep = json.load(open(sys.argv[2]))
 assert rep["debates"] > 0 and rep["debates_on_train_items"] == 0, rep["debates"]
+# defended debates ride along (eval.defended defaults to true): three arms, matched
+d = rep["defended"]
+assert rep["mode"] == "replay+defended", rep["mode"]
+n = d["debates"]
+assert n["clean"] == n["attacked"] == n["defended"] > 0, n
+ov = d["groups"]["all"]["overall"]
+for arm in ("clean", "attacked", "defended"):
+    assert 0 <= ov["accuracy"][arm]["p"] <= 1, (arm, ov["accuracy"][arm])
+assert ov["recovery"]["na"] is not None or ov["recovery"]["p"] is not None, ov["recovery"]
 PY
 
 # The trained detector must detect: on the held-out evaluation debates its AUROC (over all
