@@ -157,6 +157,24 @@ struct sn_export_params sn_export_default_params(void);
 ** file and the tensor or key. */
 int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struct sn_err *err);
 
+/* A LoRA adapter GGUF in llama.cpp's convention (general.type = "adapter", adapter.type =
+** "lora", adapter.lora.alpha; `blk.N.<name>.weight.lora_a` ne {n_in, r} and `.lora_b` ne {r,
+** n_out}: docs/formats.md#gguf-lora-adapter) from p->adapter_dir (required), checked against
+** p->base_dir. rsLoRA's alpha / sqrt(r) is folded into alpha. The head rides along as the rank-1
+** pair output.weight.lora_a/.lora_b adding (head - base head) to row 0 of output.weight, and in
+** full under SN_GGUF_KEY_HEAD: over a base GGUF written with head_as_logit from the same base,
+** llama.cpp's logit 0 is the adapted reward. p->type applies to the LoRA matrices. */
+int sn_export_adapter_gguf(const struct sn_export_params *p, const char *out_path,
+                           struct sn_err *err);
+/* The PEFT adapter directory (adapter_config.json + adapter_model.safetensors) of
+** p->adapter_dir (required), validated against p->base_dir and re-written (tensors unchanged,
+** the head under base_model.model.score.weight, "score" in modules_to_save). */
+int sn_export_peft(const struct sn_export_params *p, const char *out_dir, struct sn_err *err);
+/* A merged Hugging Face Qwen2ForSequenceClassification directory (config.json with num_labels
+** 1 and pad_token_id, model.safetensors with the LoRA of p->adapter_dir, if any, merged and
+** score.weight, the base's tokenizer files), in p->type (f32, f16 or bf16). */
+int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct sn_err *err);
+
 /* ---- runtime detector ---------------------------------------------------------------------- */
 
 struct sn_detector;

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -611,6 +612,66 @@ int sn_qwen2_hparams_read(const struct sn_gguf *g, struct sn_qwen2_hparams *h,
     return SN_OK;
 }
 
+/* ---- LoRA adapters: llama.cpp's convention (docs/formats.md#gguf-lora-adapter) ------------ */
+
+/* general.type = "adapter": adapter.type must be "lora", adapter.lora.alpha (if present) a
+** finite f32, and every tensor `<base name>.lora_a` {n_in, r} paired with `<base name>.lora_b`
+** {r, n_out} of the same r (llama.cpp's src/llama-adapter.cpp refuses anything else). The base
+** shapes are not in the file: llama.cpp checks them against the base model when it applies the
+** adapter, and so does our test. */
+static int adapter_check(struct sn_gguf *g, struct sn_err *err)
+{
+    const char *type = NULL;
+    double alpha = 0;
+    int rc = sn_gguf_get_str(g, "adapter.type", true, NULL, &type, err);
+    if (rc)
+        return rc;
+    if (strcmp(type, "lora"))
+        return sn_err_set(err, SN_E_FORMAT, "%s: adapter.type is \"%s\"; only \"lora\" is "
+                          "supported", g->name, type);
+    if ((rc = sn_gguf_get_f64(g, "adapter.lora.alpha", false, 0.0, &alpha, err)))
+        return rc;
+    if (!isfinite(alpha))
+        return sn_err_set(err, SN_E_FORMAT, "%s: adapter.lora.alpha is not finite", g->name);
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        const struct sn_gguf_tensor *t = &g->tensors[i];
+        size_t n = strlen(t->name);
+        bool is_a = n > 7 && !strcmp(t->name + n - 7, ".lora_a");
+        bool is_b = n > 7 && !strcmp(t->name + n - 7, ".lora_b");
+        if (!is_a && !is_b)
+            return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s' in a LoRA adapter: names must "
+                              "end in .lora_a or .lora_b", g->name, t->name);
+        if (t->n_dims != 2)
+            return sn_err_set(err, SN_E_FORMAT, "%s: LoRA tensor '%s' is %d-D, expected 2-D",
+                              g->name, t->name, t->n_dims);
+        if (!is_a)
+            continue;
+        char other[80];
+        snprintf(other, sizeof other, "%.*s.lora_b", (int)(n - 7), t->name);
+        const struct sn_gguf_tensor *b = sn_gguf_find_tensor(g, other);
+        if (!b)
+            return sn_err_set(err, SN_E_FORMAT, "%s: '%s' has no partner '%s'", g->name,
+                              t->name, other);
+        if (b->n_dims != 2 || b->ne[0] != t->ne[1] || t->ne[1] == 0)
+            return sn_err_set(err, SN_E_FORMAT, "%s: '%s' {%" PRIu64 ", %" PRIu64 "} and '%s' {%"
+                              PRIu64 ", %" PRIu64 "} disagree on the rank (expected lora_a "
+                              "{n_in, r}, lora_b {r, n_out})", g->name, t->name, t->ne[0],
+                              t->ne[1], other, b->ne[0], b->ne[1]);
+    }
+    for (size_t i = 0; i < g->n_tensors; i++) {  /* every lora_b has its lora_a */
+        const char *nm = g->tensors[i].name;
+        size_t n = strlen(nm);
+        char other[80];
+        if (strcmp(nm + n - 7, ".lora_b"))
+            continue;
+        snprintf(other, sizeof other, "%.*s.lora_a", (int)(n - 7), nm);
+        if (!sn_gguf_find_tensor(g, other))
+            return sn_err_set(err, SN_E_FORMAT, "%s: '%s' has no partner '%s'", g->name, nm,
+                              other);
+    }
+    return SN_OK;
+}
+
 /* ---- open / close ------------------------------------------------------------------------- */
 
 static int finish_open(struct sn_gguf *g, struct sn_gguf **out, struct sn_err *err)
@@ -619,7 +680,12 @@ static int finish_open(struct sn_gguf *g, struct sn_gguf **out, struct sn_err *e
     if (!rc) {
         const char *arch = NULL;
         rc = sn_gguf_get_str(g, "general.architecture", false, NULL, &arch, err);
-        if (!rc && arch && !strcmp(arch, "qwen2"))
+        const char *gtype = NULL;
+        if (!rc)
+            rc = sn_gguf_get_str(g, "general.type", false, NULL, &gtype, err);
+        if (!rc && gtype && !strcmp(gtype, "adapter"))
+            rc = adapter_check(g, err);
+        else if (!rc && arch && !strcmp(arch, "qwen2"))
             rc = qwen2_check(g, err);
     }
     if (rc) {
