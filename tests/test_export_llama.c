@@ -4,7 +4,9 @@
 ** and rewards; tests/ref/llama_ref.mjs loads both files into node-llama-cpp 3.22.1 (llama.cpp
 ** v0.5.0, installed from npm into the build tree once by tests/ref/llama_npm.sh) and checks:
 ** token ids equal, last-token embedding equals our hidden state and its dot product with the
-** head equals our reward, logit 0 of the head-as-logit file equals our reward.
+** head equals our reward, logit 0 of the head-as-logit file equals our reward; and with a LoRA
+** adapter GGUF (--adapter-only) applied by llama.cpp over the head-as-logit base, logit 0
+** equals our reward on the merged GGUF (the head rides in the adapter as a rank-1 pair).
 ** The same runs with the real Qwen tokenizer.json when the tokenizer parity test has installed
 ** it. Exit 77 (skip) without node/npm or registry access. Label noasan (tests/llama.cmake). */
 #include "testutil.h"
@@ -47,9 +49,24 @@ static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
     CHECK_MSG(sn_export_gguf(&ep, g1, &err) == SN_OK, "%s", err.msg);
     ep.head_as_logit = true;
     CHECK_MSG(sn_export_gguf(&ep, g2, &err) == SN_OK, "%s", err.msg);
-    struct sn_detector *d = NULL;
+    /* a LoRA adapter (r 4 on all projections, a new head): the adapter GGUF over the
+    ** head-as-logit base in llama.cpp against our detector on the merged GGUF */
+    char adir[1400], gad[1400], gmerged[1400];
+    snprintf(adir, sizeof adir, "%s/%s-adapter", dir, label);
+    snprintf(gad, sizeof gad, "%s/%s-lora.gguf", dir, label);
+    snprintf(gmerged, sizeof gmerged, "%s/%s-merged.gguf", dir, label);
+    struct sn_test_peft pa = {4, 8.0, 0, 0, 0.1, 5};
+    CHECK_MSG(sn_test_peft_write(&c, &pa, adir, NULL, &err) == SN_OK, "%s", err.msg);
+    ep.head_as_logit = false;
+    ep.adapter_dir = adir;
+    CHECK_MSG(sn_export_adapter_gguf(&ep, gad, &err) == SN_OK, "%s", err.msg);
+    CHECK_MSG(sn_export_gguf(&ep, gmerged, &err) == SN_OK, "%s", err.msg);
+    struct sn_detector *d = NULL, *dm = NULL;
     CHECK_MSG(sn_detector_open(g1, NULL, &d, &err) == SN_OK, "%s", err.msg);
-    if (!d || !head) {
+    CHECK_MSG(sn_detector_open(gmerged, NULL, &dm, &err) == SN_OK, "%s", err.msg);
+    if (!d || !dm || !head) {
+        sn_detector_free(d);
+        sn_detector_free(dm);
         free(head);
         return 1;
     }
@@ -57,6 +74,7 @@ static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
     cJSON *ss = cJSON_AddArrayToObject(j, "seqs");
     cJSON_AddStringToObject(j, "gguf", g1);
     cJSON_AddStringToObject(j, "gguf_logit", g2);
+    cJSON_AddStringToObject(j, "gguf_lora", gad);
     cJSON_AddNumberToObject(j, "n_ctx", 1024);
     cJSON_AddNumberToObject(j, "tol_hidden", TOL_HIDDEN);
     cJSON_AddNumberToObject(j, "tol_reward", TOL_REWARD);
@@ -91,6 +109,11 @@ static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
         cJSON *x = cJSON_CreateObject();
         cJSON_AddItemToObject(x, "ids", cJSON_CreateIntArray((const int *)ids.v, (int)ids.n));
         cJSON_AddNumberToObject(x, "reward", r);
+        float rl = 0;
+        CHECK_MSG(sn_detector_score_ids(dm, ids.v, ids.n, &rl, NULL, &err) == SN_OK, "%s",
+                  err.msg);
+        CHECK(fabsf(rl - r) > 1e-3);   /* the adapter changes the reward */
+        cJSON_AddNumberToObject(x, "reward_lora", rl);
         cJSON_AddItemToObject(x, "hidden", cJSON_CreateFloatArray(hid, 64));
         cJSON_AddItemToArray(ss, x);
         sn_ids_free(&ids);
@@ -98,6 +121,7 @@ static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
     CHECK(sn_json_save(refp, j, &err) == SN_OK);
     cJSON_Delete(j);
     sn_detector_free(d);
+    sn_detector_free(dm);
     free(head);
     int rc = sn_test_sh("node %s/tests/ref/llama_ref.mjs %s %s", src, bin_npm, refp);
     CHECK_MSG(rc == 0, "%s: llama.cpp disagrees with our runtime (see above)", label);

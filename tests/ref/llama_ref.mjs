@@ -84,5 +84,31 @@ for (const s of ref.seqs) {
 seq.dispose();
 console.log(`head as logit: ${ref.seqs.length} sequences, worst reward diff ${worstL.toExponential(2)}`);
 await lctx.dispose();
+
+// the LoRA adapter GGUF (--adapter-only) over the head-as-logit base: logit 0 is the reward of
+// the merged model (scale 1: llama.cpp applies alpha / r itself)
+if (ref.gguf_lora) {
+    const actx = await lmodel.createContext({contextSize: ref.n_ctx, sequences: 1,
+                                             lora: {adapters: [{filePath: ref.gguf_lora, scale: 1}]}});
+    const aseq = actx.getSequence();
+    let worstA = 0;
+    for (const s of ref.seqs) {
+        await aseq.clearHistory();
+        const items = s.ids.map((t, i) => i + 1 < s.ids.length ? t
+            : [t, {generateNext: {logits: {filter: {tokens: [0]}}}}]);
+        const out = await aseq.controlledEvaluate(items);
+        const logit0 = out[out.length - 1].next.logits.get(0);
+        const d = Math.abs(logit0 - s.reward_lora);
+        worstA = Math.max(worstA, d / (1 + Math.abs(s.reward_lora)));
+        if (!(d <= TOL_R * (1 + Math.abs(s.reward_lora)))) {
+            bad++;
+            console.log(`LoRA, seq of ${s.ids.length} tokens: logit 0 ${logit0}, ours (merged) ${s.reward_lora}`);
+        }
+    }
+    aseq.dispose();
+    console.log(`LoRA adapter GGUF in llama.cpp: ${ref.seqs.length} sequences, worst reward diff ` +
+                `${worstA.toExponential(2)} against our merged GGUF`);
+    await actx.dispose();
+}
 await lmodel.dispose();
 process.exit(bad ? 1 : 0);
