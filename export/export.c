@@ -883,8 +883,8 @@ static void sources_close(struct sources *s)
     weights_close(&s->wts);
 }
 
-/* llama.cpp's adapter convention (src/llama-adapter.cpp in v0.5.0; docs/formats.md#gguf-lora-
-** adapter): `<base tensor>.lora_a` ne {n_in, r} holds PEFT's A [r, in] as is, `.lora_b` ne
+/* llama.cpp's adapter convention (src/llama-adapter.cpp in v0.5.0;
+** docs/formats.md#gguf-lora-adapter): `<base tensor>.lora_a` ne {n_in, r} holds PEFT's A [r, in] as is, `.lora_b` ne
 ** {r, n_out} holds B [out, r] as is, and llama.cpp adds user_scale · alpha / r · B (A x) with
 ** r = lora_b.ne[0]. PEFT's rsLoRA scale alpha / sqrt(r) is folded in: alpha' = alpha · sqrt(r).
 **
@@ -1022,8 +1022,8 @@ done:
 
 /* ---- the PEFT directory -------------------------------------------------------------------- */
 
-/* Copy-and-validate: the trainer already writes PEFT's layout (docs/formats.md#adapter-
-** checkpoint), so the adapter's tensors are checked against the base (every one a LoRA pair of
+/* Copy-and-validate: the trainer already writes PEFT's layout
+** (docs/formats.md#adapter-checkpoint), so the adapter's tensors are checked against the base (every one a LoRA pair of
 ** a Qwen2 projection with the base's shapes, or the head [1, E]) and re-written unchanged in
 ** their own dtype, with the head under PEFT's name base_model.model.score.weight (the base's
 ** score.weight when the adapter has none: a SEQ_CLS adapter without it does not load in PEFT).

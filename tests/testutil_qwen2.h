@@ -135,8 +135,8 @@ struct sn_test_peft {
     uint64_t seed;
 };
 
-static int sn_test_peft_write(const struct sn_test_qwen2 *c, const struct sn_test_peft *a,
-                              const char *dir, float **head, struct sn_err *err)
+static inline int sn_test_peft_write(const struct sn_test_qwen2 *c, const struct sn_test_peft *a,
+                                     const char *dir, float **head, struct sn_err *err)
 {
     static const char *const mods[] = {"self_attn.q_proj", "self_attn.k_proj",
                                        "self_attn.v_proj", "self_attn.o_proj",
