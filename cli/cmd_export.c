@@ -12,7 +12,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: sentinel export --base MODEL_DIR [--adapter CKPT_DIR] [-o OUT.gguf]\n"
-        "                       [--type f32|f16|bf16] [--head-as-logit] [--adapter-only]\n"
+        "                       [--type f32|f16|bf16|q8_0] [--head-as-logit] [--adapter-only]\n"
         "                       [--peft DIR] [--hf DIR] [--max-len N]\n"
         "                       [--system TEXT] [--tokenizer-hash HEX] [--name NAME]\n"
         "\n"
@@ -32,7 +32,9 @@ static void usage(FILE *f)
         "                       adapter_model.safetensors), e.g. written by `sentinel train`;\n"
         "                       its head replaces the base's score.weight\n"
         "  -o, --output FILE    the GGUF to write (atomically)\n"
-        "  --type T             f32 (default), f16 or bf16 for the matrices (1-D stay f32)\n"
+        "  --type T             f32 (default), f16, bf16 or q8_0 for the matrices (1-D stay\n"
+        "                       f32; q8_0: llama.cpp's 8-bit blocks, -o only, dequantized to\n"
+        "                       f32 when the detector opens the file)\n"
         "  --head-as-logit      also write output.weight with row 0 = head, other rows 0, so\n"
         "                       llama.cpp's logit 0 of the last token is the reward\n"
         "  --adapter-only       -o gets a LoRA adapter GGUF in llama.cpp's convention instead\n"
@@ -106,9 +108,11 @@ int sn_cmd_export(int argc, char **argv)
                 p.type = SN_GGML_F16;
             else if (!strcmp(optarg, "bf16"))
                 p.type = SN_GGML_BF16;
+            else if (!strcmp(optarg, "q8_0"))
+                p.type = SN_GGML_Q8_0;
             else
-                return sn_cli_usage_error("export", "--type must be f32, f16 or bf16 (got '%s')",
-                                          optarg);
+                return sn_cli_usage_error("export", "--type must be f32, f16, bf16 or q8_0 (got "
+                                          "'%s')", optarg);
             break;
         case 'm':
             if (parse_u32(optarg, &p.max_len))

@@ -647,6 +647,17 @@ static int add(struct sn_gguf_writer *w, struct out_bufs *bufs, const char *name
     size_t n = (size_t)ne[0] * (size_t)ne[1];
     if (!d1 || type == SN_GGML_F32)
         return sn_gguf_writer_add_tensor(w, name, SN_GGML_F32, d1 ? 2 : 1, ne, f, err);
+    if (type == SN_GGML_Q8_0 && d0 % SN_Q8_0_BLOCK == 0) {
+        uint8_t *q = sn_malloc(n / SN_Q8_0_BLOCK * (2 + SN_Q8_0_BLOCK) + 1);
+        if (!q)
+            return sn_err_set(err, SN_E_NOMEM, "export: out of memory for '%s'", name);
+        sn_q8_0_quantize(f, n, q);
+        if ((rc = keep(bufs, q, err)))
+            return rc;
+        return sn_gguf_writer_add_tensor(w, name, SN_GGML_Q8_0, 2, ne, q, err);
+    }
+    if (type == SN_GGML_Q8_0)   /* rows not a multiple of the block: F16, as ggml's converter */
+        type = SN_GGML_F16;
     uint16_t *h = sn_malloc(n * 2 + 1);
     if (!h)
         return sn_err_set(err, SN_E_NOMEM, "export: out of memory for '%s'", name);
@@ -674,8 +685,9 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
     if (!p || !p->base_dir || !out_path)
         return sn_err_set(err, SN_E_ARG, "export: a base directory and an output path are "
                           "needed");
-    if (p->type != SN_GGML_F32 && p->type != SN_GGML_F16 && p->type != SN_GGML_BF16)
-        return sn_err_set(err, SN_E_ARG, "export: type must be f32, f16 or bf16");
+    if (p->type != SN_GGML_F32 && p->type != SN_GGML_F16 && p->type != SN_GGML_BF16 &&
+        p->type != SN_GGML_Q8_0)
+        return sn_err_set(err, SN_E_ARG, "export: type must be f32, f16, bf16 or q8_0");
     const char *dir = p->base_dir;
     struct hf_config c = {0};
     struct weights wts = {0};
@@ -701,7 +713,9 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
     uint32_t max_len = p->max_len ? p->max_len : 1024;
     if (max_len > c.ctx)
         max_len = (uint32_t)c.ctx;
-    int file_type = p->type == SN_GGML_F32 ? 0 : p->type == SN_GGML_F16 ? 1 : 32;
+    /* llama.cpp's llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q8_0 7, MOSTLY_BF16 32 */
+    int file_type = p->type == SN_GGML_F32 ? 0 : p->type == SN_GGML_F16 ? 1
+                  : p->type == SN_GGML_Q8_0 ? 7 : 32;
 
     /* head: adapter's score, else the base's score.weight */
     const struct sn_st_tensor *hs = NULL;
@@ -867,7 +881,8 @@ static int sources_open(const struct sn_export_params *p, bool need_adapter, str
     if (need_adapter && !p->adapter_dir)
         return sn_err_set(err, SN_E_ARG, "export: an adapter directory (--adapter) is needed");
     if (p->type != SN_GGML_F32 && p->type != SN_GGML_F16 && p->type != SN_GGML_BF16)
-        return sn_err_set(err, SN_E_ARG, "export: type must be f32, f16 or bf16");
+        return sn_err_set(err, SN_E_ARG, "export: type must be f32, f16 or bf16 (q8_0 is for the "
+                          "merged GGUF only)");
     int rc = read_config(p->base_dir, &s->c, err);
     if (!rc)
         rc = weights_open(p->base_dir, &s->wts, err);

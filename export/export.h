@@ -28,8 +28,10 @@ enum sn_gguf_type {
     SN_GGUF_BOOL, SN_GGUF_STRING, SN_GGUF_ARRAY, SN_GGUF_U64, SN_GGUF_I64, SN_GGUF_F64,
     SN_GGUF_TYPE_COUNT
 };
-/* Tensor types we read and write (ggml's numbering). */
-enum sn_ggml_type { SN_GGML_F32 = 0, SN_GGML_F16 = 1, SN_GGML_BF16 = 30 };
+/* Tensor types we read and write (ggml's numbering). Q8_0: blocks of 32 values, each an f16
+** scale and 32 int8 (34 bytes); ne[0] must be a multiple of 32. */
+enum sn_ggml_type { SN_GGML_F32 = 0, SN_GGML_F16 = 1, SN_GGML_Q8_0 = 8, SN_GGML_BF16 = 30 };
+#define SN_Q8_0_BLOCK 32
 
 #define SN_GGUF_MAX_DIMS 4
 
@@ -87,9 +89,9 @@ int sn_gguf_kv_describe(const struct sn_gguf *g, size_t i, struct sn_buf *out,
 size_t sn_gguf_n_tensors(const struct sn_gguf *g);
 const struct sn_gguf_tensor *sn_gguf_tensor(const struct sn_gguf *g, size_t i);
 const struct sn_gguf_tensor *sn_gguf_find_tensor(const struct sn_gguf *g, const char *name);
-/* Converts a tensor (F32/F16/BF16) to n_elements floats. */
+/* Converts a tensor (F32/F16/BF16, or Q8_0 dequantized) to n_elements floats. */
 int sn_gguf_tensor_to_f32(const struct sn_gguf_tensor *t, float *out, struct sn_err *err);
-const char *sn_ggml_type_name(int type); /* "F32", "F16", "BF16", or "?" */
+const char *sn_ggml_type_name(int type); /* "F32", "F16", "BF16", "Q8_0", or "?" */
 
 /* Writer: KVs and tensors are written in the order they were added; general.alignment is 32.
 ** Values are copied; tensor data is borrowed until save returns. */
@@ -142,7 +144,9 @@ struct sn_export_params {
     const char *base_dir;       /* HF Qwen2 directory: config.json, *.safetensors, tokenizer.json */
     const char *adapter_dir;    /* PEFT adapter directory (adapter_config.json +
                                 ** adapter_model.safetensors), or NULL */
-    int         type;           /* enum sn_ggml_type of the matrices: F32 (default), F16, BF16 */
+    int         type;           /* enum sn_ggml_type of the matrices: F32 (default), F16, BF16,
+                                ** Q8_0 (GGUF only; a matrix whose rows are not a multiple of 32
+                                ** long stays F16, as llama.cpp's converter does) */
     bool        head_as_logit;  /* also write output.weight with row 0 = head, others 0 */
     uint32_t    max_len;        /* tokens per scored sequence; 0 = 1024 (the tuple builder's) */
     uint32_t    history_sentences; /* the tuple builder's history settings; 0 = 2 */
