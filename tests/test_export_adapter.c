@@ -263,6 +263,13 @@ int main(void)
         CHECK(hv && hn == (size_t)c.E && !memcmp(hv, head_ad, sizeof(float) * (size_t)c.E));
         sn_gguf_close(g);
     }
+    {   /* the detector refuses an adapter file, saying what it is */
+        struct sn_detector *dx = NULL;
+        struct sn_err e2 = {0};
+        int rc = sn_detector_open(gad, NULL, &dx, &e2);
+        CHECK_MSG(rc == SN_E_UNSUPPORTED && !dx && strstr(e2.msg, "LoRA adapter GGUF"), "%s",
+                  e2.msg);
+    }
     /* rsLoRA: llama.cpp's alpha/r must equal PEFT's alpha/sqrt(r) */
     ep.adapter_dir = rsdir;
     OK(sn_export_gguf(&ep, grsm, &E));
