@@ -1215,24 +1215,22 @@ int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct s
     }
     /* tensors, in HF names and shapes; converted like the GGUF's matrices (1-D too: HF keeps
     ** one dtype per checkpoint) */
-    struct { const char *name; int64_t d0, d1; bool lora; } todo;
-    for (int64_t l = -1; l <= s.c.L; l++) {
+    for (int64_t l = -1; l <= s.c.L; l++) {   /* -1: embeddings, L: the final norm */
         size_t nk = (l < 0 || l == s.c.L) ? 1 : N_LAYER_MAP;
         for (size_t k = 0; k < nk; k++) {
+            int64_t d0 = E, d1 = 0;   /* HF [d1 = out, d0 = in]; d1 = 0 for vectors */
+            bool lora = false, optional = false;
             if (l < 0) {
-                todo.name = "model.embed_tokens.weight", todo.d0 = E, todo.d1 = s.c.V;
-                todo.lora = false;
-                snprintf(name, sizeof name, "%s", todo.name);
+                d1 = s.c.V;
+                snprintf(name, sizeof name, "model.embed_tokens.weight");
             } else if (l == s.c.L) {
                 snprintf(name, sizeof name, "model.norm.weight");
-                todo.d0 = E, todo.d1 = 0, todo.lora = false;
             } else {
-                layer_dims(layer_map[k].kind, E, s.Ekv, s.c.F, &todo.d0, &todo.d1);
-                todo.lora = todo.d1 != 0;
+                layer_dims(layer_map[k].kind, E, s.Ekv, s.c.F, &d0, &d1);
+                lora = d1 != 0;
+                optional = layer_map[k].kind >= 5;   /* q/k/v biases */
                 snprintf(name, sizeof name, "model.layers.%" PRId64 ".%s", l, layer_map[k].hf);
             }
-            bool optional = l >= 0 && l < s.c.L && layer_map[k].kind >= 5;
-            int64_t d0 = todo.d0, d1 = todo.d1;
             if ((rc = load_f32(&s.wts, p->base_dir, name, d1 ? d1 : d0, d1 ? d0 : 0, optional,
                                &f, err)))
                 goto done;
@@ -1240,7 +1238,7 @@ int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct s
                 continue;
             if ((rc = keep(&bufs, f, err)))
                 goto done;
-            if (todo.lora && s.ad.st) {
+            if (lora && s.ad.st) {
                 char module[512];
                 snprintf(module, sizeof module, "%.*s", (int)(strlen(name) - strlen(".weight")),
                          name);
