@@ -18,7 +18,8 @@
 **      torch (tests/ref/export_hf_check.py: names, shapes, dtypes, config fields; then
 **      tests/ref/qwen2_ref.py: a float64 PyTorch forward of the HF directory, and of base +
 **      PEFT directory, against our detector's hidden states and rewards to 1e-4), and, with
-**      libtorch, `sentinel score --model HF_DIR` against `sentinel score --detector` to 1e-4.
+**      libtorch, `sentinel score --model HF_DIR` and `sentinel score --model BASE --adapter
+**      PEFT_DIR` against `sentinel score --detector` to 1e-4.
 **      Parts that need python torch are skipped (with a message) where it cannot be imported. */
 #include "testutil.h"
 #include "export/export.h"
@@ -480,6 +481,14 @@ int main(void)
         }
         printf("score --model HF_DIR vs --detector: %d rewards, e.g. %.6f / %.6f\n", nm, rm[0],
                rd[0]);
+        /* the --peft directory loads in the training side's PEFT loader over the base */
+        snprintf(pm, sizeof pm, "%s/rewards-peft.txt", dir);
+        CHECK(sn_test_sh("%s score --model %s --adapter %s --ids < %s > %s", bin, mdir, peft, pi,
+                         pm) == 0);
+        nm = sn_test_read_floats(pm, rm, NSEQ + 1);
+        CHECK(nm == NSEQ);
+        for (int i = 0; i < NSEQ && nm == NSEQ; i++)
+            CHECK_CLOSE(rm[i], rew[i], 1e-4, 1e-4);
     }
 #endif
     sn_detector_free(dm);
