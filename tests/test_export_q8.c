@@ -18,8 +18,8 @@ static struct sn_err E;
 
 /* Reward tolerance against f32: Q8_0 rounds each weight by up to d/2 = max|x_block| / 254, and
 ** this random tiny model amplifies weight noise (std 0.15 matrices, noisy norms, a head of norm
-** ~8): its f16 export already moves rewards by ~1e-3 (f16 keeps 11 bits, Q8_0 about 7 relative
-** to the block maximum), and Q8_0 moves them by up to ~5e-2·(1 + |r|) (printed below). 0.1
+** ~8; Q8_0 keeps about 7 bits relative to the block maximum, f16 11): Q8_0 moves its rewards
+** by up to ~5e-2·(1 + |r|) (measured, printed below). 0.1
 ** bounds that; the exact check is the next one: the Q8_0 detector equals an f32 detector of the
 ** dequantized weights bit for bit. */
 #define TOL_Q8 0.1
