@@ -5,8 +5,9 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
+PREFIX     ?= /usr/local
 
-.PHONY: all deps configure build test test-asan bench demo clean help
+.PHONY: all deps configure build test test-asan bench demo install clean help
 
 all: build
 
@@ -17,6 +18,8 @@ help:
 	@echo "make test-asan  the same suite under AddressSanitizer + UBSan ($(BUILD_ASAN)/)"
 	@echo "make bench      build and run every benchmark in bench/"
 	@echo "make demo       the whole pipeline on the built-in default"
+	@echo "make install    the runtime detector library, header, pkg-config file into PREFIX"
+	@echo "                ($(PREFIX); docs/export.md)"
 
 deps:
 	@scripts/deps.sh
@@ -49,6 +52,9 @@ bench: build
 
 demo: build
 	@scripts/demo.sh $(BUILD)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

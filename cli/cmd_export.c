@@ -11,8 +11,9 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: sentinel export --base MODEL_DIR [--adapter CKPT_DIR] -o OUT.gguf\n"
-        "                       [--type f32|f16|bf16] [--head-as-logit] [--max-len N]\n"
+        "usage: sentinel export --base MODEL_DIR [--adapter CKPT_DIR] [-o OUT.gguf]\n"
+        "                       [--type f32|f16|bf16|q8_0] [--head-as-logit] [--adapter-only]\n"
+        "                       [--peft DIR] [--hf DIR] [--max-len N]\n"
         "                       [--system TEXT] [--tokenizer-hash HEX] [--name NAME]\n"
         "\n"
         "Writes a GGUF v3 file that stock llama.cpp loads as 'qwen2' and `sentinel score\n"
@@ -31,9 +32,21 @@ static void usage(FILE *f)
         "                       adapter_model.safetensors), e.g. written by `sentinel train`;\n"
         "                       its head replaces the base's score.weight\n"
         "  -o, --output FILE    the GGUF to write (atomically)\n"
-        "  --type T             f32 (default), f16 or bf16 for the matrices (1-D stay f32)\n"
+        "  --type T             f32 (default), f16, bf16 or q8_0 for the matrices (1-D stay\n"
+        "                       f32; q8_0: llama.cpp's 8-bit blocks, -o only, dequantized to\n"
+        "                       f32 when the detector opens the file)\n"
         "  --head-as-logit      also write output.weight with row 0 = head, other rows 0, so\n"
         "                       llama.cpp's logit 0 of the last token is the reward\n"
+        "  --adapter-only       -o gets a LoRA adapter GGUF in llama.cpp's convention instead\n"
+        "                       (needs --adapter): apply it to a base GGUF exported with\n"
+        "                       --head-as-logit from the same --base; the head rides along as\n"
+        "                       a rank-1 pair on output.weight (rsLoRA folded into alpha)\n"
+        "  --peft DIR           also write the PEFT adapter directory (needs --adapter):\n"
+        "                       adapter_config.json + adapter_model.safetensors, validated\n"
+        "                       against --base, head under base_model.model.score.weight\n"
+        "  --hf DIR             also write a merged Hugging Face directory:\n"
+        "                       Qwen2ForSequenceClassification, num_labels 1, pad_token_id,\n"
+        "                       score.weight, the tokenizer files (--type sets its dtype)\n"
         "  --max-len N          tokens per scored sequence (default 1024, as `sentinel build`)\n"
         "  --history-sentences N, --history-chars N\n"
         "                       the tuple builder's history settings (default 2 and 300)\n"
@@ -43,7 +56,7 @@ static void usage(FILE *f)
         "  --name NAME          general.name (default: the base directory's name)\n"
         "  -h, --help           this help\n"
         "\n"
-        "Not yet: --adapter-only (a llama.cpp LoRA GGUF), --peft DIR, --hf DIR, Q8_0.\n"
+        "At least one of -o, --peft and --hf is needed.\n"
         "Exit status: 0 ok, 1 failure, 2 usage error.\n");
 }
 
@@ -72,7 +85,8 @@ int sn_cmd_export(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct sn_export_params p = sn_export_default_params();
-    const char *out = NULL;
+    const char *out = NULL, *peft = NULL, *hf = NULL;
+    bool adapter_only = false;
     optind = 1;
     opterr = 0;
     for (;;) {
@@ -94,9 +108,11 @@ int sn_cmd_export(int argc, char **argv)
                 p.type = SN_GGML_F16;
             else if (!strcmp(optarg, "bf16"))
                 p.type = SN_GGML_BF16;
+            else if (!strcmp(optarg, "q8_0"))
+                p.type = SN_GGML_Q8_0;
             else
-                return sn_cli_usage_error("export", "--type must be f32, f16 or bf16 (got '%s')",
-                                          optarg);
+                return sn_cli_usage_error("export", "--type must be f32, f16, bf16 or q8_0 (got "
+                                          "'%s')", optarg);
             break;
         case 'm':
             if (parse_u32(optarg, &p.max_len))
@@ -112,9 +128,9 @@ int sn_cmd_export(int argc, char **argv)
                 return sn_cli_usage_error("export", "--history-chars must be a positive "
                                           "integer");
             break;
-        case 'A': case 'P': case 'F':
-            return sn_cli_unavailable("export", "--adapter-only, --peft and --hf are not part "
-                                                "of this build yet");
+        case 'A': adapter_only = true; break;
+        case 'P': peft = optarg; break;
+        case 'F': hf = optarg; break;
         case 'h': usage(stdout); return SN_EXIT_OK;
         default:
             return sn_cli_usage_error("export", "unknown or incomplete option '%s'",
@@ -125,11 +141,32 @@ int sn_cmd_export(int argc, char **argv)
         return sn_cli_usage_error("export", "unexpected argument '%s'", argv[optind]);
     if (!p.base_dir)
         return sn_cli_usage_error("export", "--base MODEL_DIR is required");
-    if (!out)
-        return sn_cli_usage_error("export", "-o OUT.gguf is required");
+    if (!out && !peft && !hf)
+        return sn_cli_usage_error("export", "nothing to write: give -o OUT.gguf, --peft DIR "
+                                  "or --hf DIR");
+    if (adapter_only && !out)
+        return sn_cli_usage_error("export", "--adapter-only needs -o OUT.gguf");
+    if ((adapter_only || peft) && !p.adapter_dir)
+        return sn_cli_usage_error("export", "%s needs --adapter CKPT_DIR",
+                                  adapter_only ? "--adapter-only" : "--peft");
     struct sn_err err = {0};
-    if (sn_export_gguf(&p, out, &err))
-        return sn_cli_fail("export", &err);
-    fprintf(stderr, "sentinel export: wrote %s\n", out);
+    if (out) {
+        int rc = adapter_only ? sn_export_adapter_gguf(&p, out, &err)
+                              : sn_export_gguf(&p, out, &err);
+        if (rc)
+            return sn_cli_fail("export", &err);
+        fprintf(stderr, "sentinel export: wrote %s%s\n", out,
+                adapter_only ? " (LoRA adapter)" : "");
+    }
+    if (peft) {
+        if (sn_export_peft(&p, peft, &err))
+            return sn_cli_fail("export", &err);
+        fprintf(stderr, "sentinel export: wrote the PEFT adapter directory %s\n", peft);
+    }
+    if (hf) {
+        if (sn_export_hf(&p, hf, &err))
+            return sn_cli_fail("export", &err);
+        fprintf(stderr, "sentinel export: wrote the merged Hugging Face directory %s\n", hf);
+    }
     return SN_EXIT_OK;
 }

@@ -211,6 +211,15 @@ int sn_detector_open(const char *path, const struct sn_detector_params *p,
                         path, arch);
         goto fail;
     }
+    const char *gtype = NULL;
+    if ((rc = sn_gguf_get_str(g, "general.type", false, NULL, &gtype, err)))
+        goto fail;
+    if (gtype && !strcmp(gtype, "adapter")) {
+        rc = sn_err_set(err, SN_E_UNSUPPORTED, "%s: a LoRA adapter GGUF (general.type adapter), "
+                        "not a model: score the merged GGUF (`sentinel export` without "
+                        "--adapter-only), or apply the adapter in llama.cpp over its base", path);
+        goto fail;
+    }
     if ((rc = sn_qwen2_hparams_read(g, &d->h, err)) ||
         (rc = sn_gguf_get_str(g, SN_GGUF_KEY_TEMPLATE, false, SN_TEMPLATE_ID, &tmpl, err)) ||
         (rc = sn_gguf_get_str(g, SN_GGUF_KEY_SYSTEM, false, SN_TEMPLATE_SYSTEM, &system, err)) ||

@@ -221,6 +221,43 @@ static int load_f32(const struct weights *w, const char *dir, const char *name, 
     return SN_OK;
 }
 
+/* The tensors of one decoder layer: HF name after "model.layers.{i}.", llama.cpp name after
+** "blk.{i}.", and the shape kind: 0 norm [E], 1 q/o [E,E], 2 k/v [Ekv,E], 3 gate/up [F,E],
+** 4 down [E,F], 5 q bias [E], 6 k/v bias [Ekv]. Kinds 1..4 are the LoRA targets. */
+static const struct {
+    const char *hf, *gg;
+    int kind;
+} layer_map[] = {
+    {"input_layernorm.weight", "attn_norm.weight", 0},
+    {"self_attn.q_proj.weight", "attn_q.weight", 1},
+    {"self_attn.q_proj.bias", "attn_q.bias", 5},
+    {"self_attn.k_proj.weight", "attn_k.weight", 2},
+    {"self_attn.k_proj.bias", "attn_k.bias", 6},
+    {"self_attn.v_proj.weight", "attn_v.weight", 2},
+    {"self_attn.v_proj.bias", "attn_v.bias", 6},
+    {"self_attn.o_proj.weight", "attn_output.weight", 1},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", 3},
+    {"mlp.up_proj.weight", "ffn_up.weight", 3},
+    {"mlp.down_proj.weight", "ffn_down.weight", 4},
+};
+#define N_LAYER_MAP (sizeof layer_map / sizeof *layer_map)
+
+/* HF shape [d1, d0] of a layer tensor of `kind` (d1 = 0: the 1-D [d0]). */
+static void layer_dims(int kind, int64_t E, int64_t Ekv, int64_t F, int64_t *d0, int64_t *d1)
+{
+    *d0 = E;
+    *d1 = 0;
+    switch (kind) {
+    case 1: *d1 = E; break;
+    case 2: *d1 = Ekv; break;
+    case 3: *d1 = F; break;
+    case 4: *d1 = E, *d0 = F; break;
+    case 6: *d0 = Ekv; break;
+    default: break;
+    }
+}
+
 /* ---- the adapter -------------------------------------------------------------------------- */
 
 struct adapter {
@@ -272,15 +309,18 @@ static int adapter_open(const char *dir, struct adapter *a, struct sn_err *err)
     return rc;
 }
 
-/* W (out, in) += s · B A for the adapter of `module` (e.g. "model.layers.3.self_attn.q_proj"),
-** if the adapter has one. *used counts the tensors consumed. */
-static int adapter_merge(const struct adapter *a, const char *module, float *W, int64_t out,
-                         int64_t in, size_t *used, struct sn_err *err)
+/* The LoRA pair of `module` (e.g. "model.layers.3.self_attn.q_proj") in the adapter, checked
+** against the base shape W [out, in]: *A [r, in] and *B [out, r], or both NULL when the adapter
+** does not adapt this module. */
+static int adapter_pair(const struct adapter *a, const char *module, int64_t out, int64_t in,
+                        const struct sn_st_tensor **pa, const struct sn_st_tensor **pb,
+                        struct sn_err *err)
 {
     char na[640], nb[640];
     snprintf(na, sizeof na, "base_model.model.%s.lora_A.weight", module);
     snprintf(nb, sizeof nb, "base_model.model.%s.lora_B.weight", module);
     const struct sn_st_tensor *A = sn_st_find(a->st, na), *B = sn_st_find(a->st, nb);
+    *pa = *pb = NULL;
     if (!A && !B)
         return SN_OK;
     if (!A || !B)
@@ -292,6 +332,20 @@ static int adapter_merge(const struct adapter *a, const char *module, float *W, 
                           PRId64 ", %" PRId64 "]; expected A [r=%d, %" PRId64 "], B [%" PRId64
                           ", r]", a->path, na, A->shape[0], A->n_dims > 1 ? A->shape[1] : 0, nb,
                           B->shape[0], B->n_dims > 1 ? B->shape[1] : 0, a->r, in, out);
+    *pa = A;
+    *pb = B;
+    return SN_OK;
+}
+
+/* W (out, in) += s · B A for the adapter of `module`, if the adapter has one. *used counts the
+** tensors consumed. */
+static int adapter_merge(const struct adapter *a, const char *module, float *W, int64_t out,
+                         int64_t in, size_t *used, struct sn_err *err)
+{
+    const struct sn_st_tensor *A = NULL, *B = NULL;
+    int rc0 = adapter_pair(a, module, out, in, &A, &B, err);
+    if (rc0 || !A)
+        return rc0;
     float *fa = sn_malloc((size_t)A->n_elements * 4 + 1), *fb = sn_malloc((size_t)B->n_elements * 4 + 1);
     int rc = SN_OK;
     if (!fa || !fb)
@@ -309,6 +363,39 @@ static int adapter_merge(const struct adapter *a, const char *module, float *W, 
     sn_free(fa);
     sn_free(fb);
     return rc;
+}
+
+/* Every adapter tensor must have been used: an unknown one means a different model. */
+static int adapter_all_used(const struct adapter *a, size_t used, struct sn_err *err)
+{
+    if (used == sn_st_count(a->st))
+        return SN_OK;
+    for (size_t i = 0; i < sn_st_count(a->st); i++) {
+        const char *nm = sn_st_get(a->st, i)->name;
+        if (!strstr(nm, ".lora_A.weight") && !strstr(nm, ".lora_B.weight") &&
+            !strstr(nm, "score"))
+            return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s' is not a LoRA pair of a "
+                              "Qwen2 projection or the score head", a->path, nm);
+    }
+    return sn_err_set(err, SN_E_FORMAT, "%s: %zu of its %zu tensors match no projection of "
+                      "this base (wrong base model or layer count?)", a->path,
+                      sn_st_count(a->st) - used, sn_st_count(a->st));
+}
+
+/* The adapter's head tensor (PEFT saves modules_to_save under the module's own name; older
+** files keep the wrapper's name), checked to be [1, E]; NULL when it has none. */
+static int adapter_head(const struct adapter *a, int64_t E, const struct sn_st_tensor **out,
+                        struct sn_err *err)
+{
+    const struct sn_st_tensor *hs = sn_st_find(a->st, "base_model.model.score.weight");
+    if (!hs)
+        hs = sn_st_find(a->st, "base_model.model.score.modules_to_save.default.weight");
+    *out = NULL;
+    if (hs && (hs->n_dims != 2 || hs->shape[0] != 1 || hs->shape[1] != E))
+        return sn_err_set(err, SN_E_FORMAT, "%s: '%s' must be [1, %" PRId64 "]", a->path,
+                          hs->name, E);
+    *out = hs;
+    return SN_OK;
 }
 
 /* ---- the tokenizer ------------------------------------------------------------------------ */
@@ -560,6 +647,17 @@ static int add(struct sn_gguf_writer *w, struct out_bufs *bufs, const char *name
     size_t n = (size_t)ne[0] * (size_t)ne[1];
     if (!d1 || type == SN_GGML_F32)
         return sn_gguf_writer_add_tensor(w, name, SN_GGML_F32, d1 ? 2 : 1, ne, f, err);
+    if (type == SN_GGML_Q8_0 && d0 % SN_Q8_0_BLOCK == 0) {
+        uint8_t *q = sn_malloc(n / SN_Q8_0_BLOCK * (2 + SN_Q8_0_BLOCK) + 1);
+        if (!q)
+            return sn_err_set(err, SN_E_NOMEM, "export: out of memory for '%s'", name);
+        sn_q8_0_quantize(f, n, q);
+        if ((rc = keep(bufs, q, err)))
+            return rc;
+        return sn_gguf_writer_add_tensor(w, name, SN_GGML_Q8_0, 2, ne, q, err);
+    }
+    if (type == SN_GGML_Q8_0)   /* rows not a multiple of the block: F16, as ggml's converter */
+        type = SN_GGML_F16;
     uint16_t *h = sn_malloc(n * 2 + 1);
     if (!h)
         return sn_err_set(err, SN_E_NOMEM, "export: out of memory for '%s'", name);
@@ -587,8 +685,9 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
     if (!p || !p->base_dir || !out_path)
         return sn_err_set(err, SN_E_ARG, "export: a base directory and an output path are "
                           "needed");
-    if (p->type != SN_GGML_F32 && p->type != SN_GGML_F16 && p->type != SN_GGML_BF16)
-        return sn_err_set(err, SN_E_ARG, "export: type must be f32, f16 or bf16");
+    if (p->type != SN_GGML_F32 && p->type != SN_GGML_F16 && p->type != SN_GGML_BF16 &&
+        p->type != SN_GGML_Q8_0)
+        return sn_err_set(err, SN_E_ARG, "export: type must be f32, f16, bf16 or q8_0");
     const char *dir = p->base_dir;
     struct hf_config c = {0};
     struct weights wts = {0};
@@ -614,7 +713,9 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
     uint32_t max_len = p->max_len ? p->max_len : 1024;
     if (max_len > c.ctx)
         max_len = (uint32_t)c.ctx;
-    int file_type = p->type == SN_GGML_F32 ? 0 : p->type == SN_GGML_F16 ? 1 : 32;
+    /* llama.cpp's llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q8_0 7, MOSTLY_BF16 32 */
+    int file_type = p->type == SN_GGML_F32 ? 0 : p->type == SN_GGML_F16 ? 1
+                  : p->type == SN_GGML_Q8_0 ? 7 : 32;
 
     /* head: adapter's score, else the base's score.weight */
     const struct sn_st_tensor *hs = NULL;
@@ -709,37 +810,12 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
     if ((rc = load_f32(&wts, dir, "model.embed_tokens.weight", c.V, E, false, &f, err)) ||
         (rc = add(w, &bufs, "token_embd.weight", f, E, c.V, p->type, err)))
         goto done;
-    static const struct {
-        const char *hf, *gg;
-        int kind;  /* 0 norm [E], 1 q/o [E,E], 2 k/v [Ekv,E], 3 gate/up [F,E], 4 down [E,F],
-                   ** 5 q bias [E], 6 k/v bias [Ekv] */
-    } map[] = {
-        {"input_layernorm.weight", "attn_norm.weight", 0},
-        {"self_attn.q_proj.weight", "attn_q.weight", 1},
-        {"self_attn.q_proj.bias", "attn_q.bias", 5},
-        {"self_attn.k_proj.weight", "attn_k.weight", 2},
-        {"self_attn.k_proj.bias", "attn_k.bias", 6},
-        {"self_attn.v_proj.weight", "attn_v.weight", 2},
-        {"self_attn.v_proj.bias", "attn_v.bias", 6},
-        {"self_attn.o_proj.weight", "attn_output.weight", 1},
-        {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
-        {"mlp.gate_proj.weight", "ffn_gate.weight", 3},
-        {"mlp.up_proj.weight", "ffn_up.weight", 3},
-        {"mlp.down_proj.weight", "ffn_down.weight", 4},
-    };
     for (int64_t l = 0; l < c.L; l++)
-        for (size_t k = 0; k < sizeof map / sizeof *map; k++) {
-            int64_t d1 = 0, d0 = E;   /* HF [d1 = out, d0 = in]; d1 = 0 for vectors */
-            switch (map[k].kind) {
-            case 1: d1 = E; break;
-            case 2: d1 = Ekv; break;
-            case 3: d1 = F; break;
-            case 4: d1 = E, d0 = F; break;
-            case 6: d0 = Ekv; break;
-            default: break;
-            }
-            snprintf(name, sizeof name, "model.layers.%" PRId64 ".%s", l, map[k].hf);
-            bool bias = map[k].kind >= 5;
+        for (size_t k = 0; k < N_LAYER_MAP; k++) {
+            int64_t d0, d1;   /* HF [d1 = out, d0 = in]; d1 = 0 for vectors */
+            layer_dims(layer_map[k].kind, E, Ekv, F, &d0, &d1);
+            snprintf(name, sizeof name, "model.layers.%" PRId64 ".%s", l, layer_map[k].hf);
+            bool bias = layer_map[k].kind >= 5;
             if ((rc = load_f32(&wts, dir, name, d1 ? d1 : d0, d1 ? d0 : 0, bias, &f, err)))
                 goto done;
             if (!f)
@@ -754,7 +830,7 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
                 }
             }
             char gg[96];
-            snprintf(gg, sizeof gg, "blk.%" PRId64 ".%s", l, map[k].gg);
+            snprintf(gg, sizeof gg, "blk.%" PRId64 ".%s", l, layer_map[k].gg);
             if ((rc = add(w, &bufs, gg, f, d0, d1, p->type, err)))
                 goto done;
         }
@@ -771,22 +847,8 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
         if ((rc = add(w, &bufs, "output.weight", o, E, c.V, p->type, err)))
             goto done;
     }
-    /* every adapter tensor must have been used: an unknown one means a different model */
-    if (ad.st && used != sn_st_count(ad.st)) {
-        for (size_t i = 0; i < sn_st_count(ad.st); i++) {
-            const char *nm = sn_st_get(ad.st, i)->name;
-            if (!strstr(nm, ".lora_A.weight") && !strstr(nm, ".lora_B.weight") &&
-                !strstr(nm, "score")) {
-                rc = sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s' is not a LoRA pair of a "
-                                "Qwen2 projection or the score head", ad.path, nm);
-                goto done;
-            }
-        }
-        rc = sn_err_set(err, SN_E_FORMAT, "%s: %zu of its %zu tensors match no projection of "
-                        "this base (wrong base model or layer count?)", ad.path,
-                        sn_st_count(ad.st) - used, sn_st_count(ad.st));
+    if (ad.st && (rc = adapter_all_used(&ad, used, err)))
         goto done;
-    }
     rc = sn_gguf_writer_save(w, out_path, err);
 done:
     for (size_t i = 0; i < bufs.n; i++)
@@ -797,5 +859,478 @@ done:
     tok_arrays_free(&tk);
     sn_st_close(ad.st);
     weights_close(&wts);
+    return rc;
+}
+
+/* ---- the adapter alone: llama.cpp's LoRA GGUF ---------------------------------------------- */
+
+/* The common inputs of the adapter-only, PEFT and merged-HF writers. */
+struct sources {
+    struct hf_config c;
+    struct weights   wts;
+    struct adapter   ad;
+    int64_t          Ekv;
+};
+
+static int sources_open(const struct sn_export_params *p, bool need_adapter, struct sources *s,
+                        struct sn_err *err)
+{
+    memset(s, 0, sizeof *s);
+    if (!p || !p->base_dir)
+        return sn_err_set(err, SN_E_ARG, "export: a base directory is needed");
+    if (need_adapter && !p->adapter_dir)
+        return sn_err_set(err, SN_E_ARG, "export: an adapter directory (--adapter) is needed");
+    if (p->type != SN_GGML_F32 && p->type != SN_GGML_F16 && p->type != SN_GGML_BF16)
+        return sn_err_set(err, SN_E_ARG, "export: type must be f32, f16 or bf16 (q8_0 is for the "
+                          "merged GGUF only)");
+    int rc = read_config(p->base_dir, &s->c, err);
+    if (!rc)
+        rc = weights_open(p->base_dir, &s->wts, err);
+    if (!rc && p->adapter_dir)
+        rc = adapter_open(p->adapter_dir, &s->ad, err);
+    s->Ekv = s->c.Hkv * (s->c.E / s->c.H);
+    return rc;
+}
+
+static void sources_close(struct sources *s)
+{
+    sn_st_close(s->ad.st);
+    weights_close(&s->wts);
+}
+
+/* llama.cpp's adapter convention (src/llama-adapter.cpp in v0.5.0;
+** docs/formats.md#gguf-lora-adapter): `<base tensor>.lora_a` ne {n_in, r} holds PEFT's A [r, in] as is, `.lora_b` ne
+** {r, n_out} holds B [out, r] as is, and llama.cpp adds user_scale · alpha / r · B (A x) with
+** r = lora_b.ne[0]. PEFT's rsLoRA scale alpha / sqrt(r) is folded in: alpha' = alpha · sqrt(r).
+**
+** The head rides along as a rank-1 pair on output.weight: lora_a = (h_adapter - h_base) /
+** alpha' (ne {E, 1}), lora_b = e_0 (ne {1, V}), so alpha' / 1 · B A adds h_adapter - h_base to
+** row 0 of output.weight and nothing elsewhere. Over a base GGUF exported with --head-as-logit
+** from the same base directory (row 0 = h_base), llama.cpp's logit 0 is then the adapted
+** reward (h_base = 0 when the base has no score.weight). The full head is also stored under
+** sentinel.score.weight. */
+int sn_export_adapter_gguf(const struct sn_export_params *p, const char *out_path,
+                           struct sn_err *err)
+{
+    struct sources s;
+    struct out_bufs bufs = {0};
+    struct sn_gguf_writer *w = NULL;
+    float *head = NULL, *hbase = NULL;
+    size_t used = 0;
+    char name[512], gg[128], hfn[256];
+    if (!out_path)
+        return sn_err_set(err, SN_E_ARG, "export: an output path is needed");
+    int rc = sources_open(p, true, &s, err);
+    if (!rc)
+        rc = sn_gguf_writer_create(&w, err);
+    if (rc)
+        goto done;
+    const int64_t E = s.c.E;
+    const double alpha = s.ad.scale * s.ad.r;   /* llama.cpp: scale = alpha / r */
+    const struct sn_st_tensor *hs = NULL;
+    if ((rc = adapter_head(&s.ad, E, &hs, err)) ||
+        (rc = load_f32(&s.wts, p->base_dir, "score.weight", 1, E, true, &hbase, err)))
+        goto done;
+    if (hs) {
+        if (!(head = sn_malloc((size_t)E * sizeof *head))) {
+            rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+            goto done;
+        }
+        if ((rc = sn_st_to_f32(hs, head, err)))
+            goto done;
+        used++;
+    }
+    if (!head && !hbase) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: no reward head: neither the adapter nor the "
+                        "base has score.weight", s.ad.path);
+        goto done;
+    }
+    if (hs && !(alpha > 0)) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: lora_alpha must be positive to carry the head "
+                        "as a LoRA pair (alpha = %g)", s.ad.path, alpha);
+        goto done;
+    }
+    const char *gname = p->name ? p->name : last_component(p->adapter_dir, name, sizeof name);
+    rc = sn_gguf_writer_set_str(w, "general.architecture", "qwen2", err);
+    if (!rc) rc = sn_gguf_writer_set_str(w, "general.type", "adapter", err);
+    if (!rc) rc = sn_gguf_writer_set_str(w, "general.name", gname, err);
+    if (!rc) rc = sn_gguf_writer_set_str(w, "adapter.type", "lora", err);
+    if (!rc) rc = sn_gguf_writer_set_f32(w, "adapter.lora.alpha", (float)alpha, err);
+    if (!rc) rc = sn_gguf_writer_set_arr_f32(w, SN_GGUF_KEY_HEAD, head ? head : hbase,
+                                             (size_t)E, err);
+    if (!rc) rc = sn_gguf_writer_set_str(w, SN_GGUF_KEY_BASE, last_component(p->base_dir, hfn,
+                                                                             sizeof hfn), err);
+    if (!rc) rc = sn_gguf_writer_set_str(w, SN_GGUF_KEY_ADAPTER, p->adapter_dir, err);
+    if (!rc) rc = sn_gguf_writer_set_f32(w, SN_GGUF_KEY_LORA, (float)s.ad.scale, err);
+    if (rc)
+        goto done;
+    for (int64_t l = 0; l < s.c.L; l++)
+        for (size_t k = 0; k < N_LAYER_MAP; k++) {
+            int64_t d0, d1;
+            layer_dims(layer_map[k].kind, E, s.Ekv, s.c.F, &d0, &d1);
+            if (!d1)
+                continue;
+            const struct sn_st_tensor *A = NULL, *B = NULL;
+            snprintf(name, sizeof name, "model.layers.%" PRId64 ".%.*s", l,
+                     (int)(strlen(layer_map[k].hf) - strlen(".weight")), layer_map[k].hf);
+            if ((rc = adapter_pair(&s.ad, name, d1, d0, &A, &B, err)))
+                goto done;
+            if (!A)
+                continue;
+            float *fa = sn_malloc((size_t)A->n_elements * sizeof *fa + 1);
+            if (!fa) {
+                rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+                goto done;
+            }
+            if ((rc = sn_st_to_f32(A, fa, err))) {
+                sn_free(fa);
+                goto done;
+            }
+            snprintf(gg, sizeof gg, "blk.%" PRId64 ".%s.lora_a", l, layer_map[k].gg);
+            if ((rc = add(w, &bufs, gg, fa, d0, s.ad.r, p->type, err)))   /* ne {in, r} */
+                goto done;
+            float *fb = sn_malloc((size_t)B->n_elements * sizeof *fb + 1);
+            if (!fb) {
+                rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+                goto done;
+            }
+            if ((rc = sn_st_to_f32(B, fb, err))) {
+                sn_free(fb);
+                goto done;
+            }
+            snprintf(gg, sizeof gg, "blk.%" PRId64 ".%s.lora_b", l, layer_map[k].gg);
+            if ((rc = add(w, &bufs, gg, fb, s.ad.r, d1, p->type, err)))   /* ne {r, out} */
+                goto done;
+            used += 2;
+        }
+    if (hs) {   /* the head pair, in f32: its values are small after the division by alpha */
+        float *a = sn_malloc((size_t)E * sizeof *a), *b = sn_calloc((size_t)s.c.V, sizeof *b);
+        if (!a || !b) {
+            sn_free(a);
+            sn_free(b);
+            rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+            goto done;
+        }
+        for (int64_t i = 0; i < E; i++)
+            a[i] = (float)(((double)head[i] - (hbase ? hbase[i] : 0.0)) / alpha);
+        b[0] = 1.0f;
+        if ((rc = add(w, &bufs, "output.weight.lora_a", a, E, 1, SN_GGML_F32, err))) {
+            sn_free(b);
+            goto done;
+        }
+        if ((rc = add(w, &bufs, "output.weight.lora_b", b, 1, s.c.V, SN_GGML_F32, err)))
+            goto done;
+    }
+    if ((rc = adapter_all_used(&s.ad, used, err)))
+        goto done;
+    rc = sn_gguf_writer_save(w, out_path, err);
+done:
+    for (size_t i = 0; i < bufs.n; i++)
+        sn_free(bufs.v[i]);
+    sn_free(bufs.v);
+    sn_free(head);
+    sn_free(hbase);
+    sn_gguf_writer_free(w);
+    sources_close(&s);
+    return rc;
+}
+
+/* ---- the PEFT directory -------------------------------------------------------------------- */
+
+/* Copy-and-validate: the trainer already writes PEFT's layout
+** (docs/formats.md#adapter-checkpoint), so the adapter's tensors are checked against the base (every one a LoRA pair of
+** a Qwen2 projection with the base's shapes, or the head [1, E]) and re-written unchanged in
+** their own dtype, with the head under PEFT's name base_model.model.score.weight (the base's
+** score.weight when the adapter has none: a SEQ_CLS adapter without it does not load in PEFT).
+** adapter_config.json is the adapter's, with "score" added to modules_to_save. */
+int sn_export_peft(const struct sn_export_params *p, const char *out_dir, struct sn_err *err)
+{
+    struct sources s;
+    struct sn_st_writer *w = NULL;
+    cJSON *cfg = NULL;
+    float *hbase = NULL;
+    size_t used = 0;
+    char name[512], path[4096];
+    if (!out_dir)
+        return sn_err_set(err, SN_E_ARG, "export: an output directory is needed");
+    int rc = sources_open(p, true, &s, err);
+    if (!rc)
+        rc = sn_st_writer_create(&w, err);
+    if (rc)
+        goto done;
+    const int64_t E = s.c.E;
+    for (int64_t l = 0; l < s.c.L; l++)
+        for (size_t k = 0; k < N_LAYER_MAP; k++) {
+            int64_t d0, d1;
+            layer_dims(layer_map[k].kind, E, s.Ekv, s.c.F, &d0, &d1);
+            if (!d1)
+                continue;
+            const struct sn_st_tensor *A = NULL, *B = NULL;
+            snprintf(name, sizeof name, "model.layers.%" PRId64 ".%.*s", l,
+                     (int)(strlen(layer_map[k].hf) - strlen(".weight")), layer_map[k].hf);
+            if ((rc = adapter_pair(&s.ad, name, d1, d0, &A, &B, err)))
+                goto done;
+            if (!A)
+                continue;
+            if ((rc = sn_st_writer_add(w, A->name, A->dtype, 2, A->shape, A->data, err)) ||
+                (rc = sn_st_writer_add(w, B->name, B->dtype, 2, B->shape, B->data, err)))
+                goto done;
+            used += 2;
+        }
+    const struct sn_st_tensor *hs = NULL;
+    if ((rc = adapter_head(&s.ad, E, &hs, err)))
+        goto done;
+    if (hs) {
+        rc = sn_st_writer_add(w, "base_model.model.score.weight", hs->dtype, 2, hs->shape,
+                              hs->data, err);
+        used++;
+    } else {
+        const int64_t shape[2] = {1, E};
+        rc = load_f32(&s.wts, p->base_dir, "score.weight", 1, E, true, &hbase, err);
+        if (!rc && !hbase)
+            rc = sn_err_set(err, SN_E_FORMAT, "%s: no reward head: neither the adapter nor the "
+                            "base has score.weight", s.ad.path);
+        if (!rc)
+            rc = sn_st_writer_add(w, "base_model.model.score.weight", SN_ST_F32, 2, shape,
+                                  hbase, err);
+    }
+    if (!rc)
+        rc = adapter_all_used(&s.ad, used, err);
+    if (!rc)
+        rc = sn_st_writer_set_metadata(w, "format", "pt", err);
+    if (rc)
+        goto done;
+    /* adapter_config.json: the adapter's (adapter_open validated it), "score" saved */
+    if ((rc = join(path, sizeof path, p->adapter_dir, "adapter_config.json", err)) ||
+        (rc = sn_json_load(path, &cfg, err)))
+        goto done;
+    cJSON *mts = cJSON_GetObjectItemCaseSensitive(cfg, "modules_to_save"), *x;
+    bool has_score = false;
+    cJSON *list = cJSON_IsArray(mts) ? mts : NULL;
+    cJSON_ArrayForEach(x, list)
+        has_score |= cJSON_IsString(x) && !strcmp(x->valuestring, "score");
+    if (!has_score) {
+        if (!cJSON_IsArray(mts)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(cfg, "modules_to_save");
+            mts = cJSON_AddArrayToObject(cfg, "modules_to_save");
+        }
+        if (!mts || !cJSON_AddItemToArray(mts, cJSON_CreateString("score"))) {
+            rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+            goto done;
+        }
+    }
+    if ((rc = sn_mkdirs(out_dir, err)) ||
+        (rc = join(path, sizeof path, out_dir, "adapter_model.safetensors", err)) ||
+        (rc = sn_st_writer_save(w, path, err)) ||
+        (rc = join(path, sizeof path, out_dir, "adapter_config.json", err)))
+        goto done;
+    rc = sn_json_save(path, cfg, err);
+done:
+    cJSON_Delete(cfg);
+    sn_free(hbase);
+    sn_st_writer_free(w);
+    sources_close(&s);
+    return rc;
+}
+
+/* ---- the merged Hugging Face directory ----------------------------------------------------- */
+
+/* Copies dir/name to out/name (atomically) if it exists; `required` makes its absence an error. */
+static int copy_file(const char *dir, const char *out, const char *name, bool required,
+                     struct sn_err *err)
+{
+    char src[4096], dst[4096];
+    char *data = NULL;
+    size_t n = 0;
+    int rc = join(src, sizeof src, dir, name, err);
+    if (!rc)
+        rc = join(dst, sizeof dst, out, name, err);
+    if (rc)
+        return rc;
+    if (!sn_path_exists(src))
+        return required ? sn_err_set(err, SN_E_IO, "%s: not found", src) : SN_OK;
+    rc = sn_file_read(src, (size_t)1 << 30, &data, &n, err);
+    if (!rc)
+        rc = sn_atomic_write(dst, data, n, err);
+    sn_free(data);
+    return rc;
+}
+
+static int set_json(cJSON *j, const char *key, cJSON *v, struct sn_err *err)
+{
+    if (!v)
+        return sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+    cJSON_DeleteItemFromObjectCaseSensitive(j, key);
+    cJSON_AddItemToObject(j, key, v);
+    return SN_OK;
+}
+
+/* A Qwen2ForSequenceClassification directory with the LoRA merged (W + s · B A in f32, as in
+** the GGUF) and the head as score.weight [1, E]: config.json is the base's with architectures,
+** num_labels = 1 (id2label/label2id of one label), pad_token_id (the base's, else the
+** tokenizer's <|endoftext|>, else <|im_end|>; transformers pools at the last non-pad token),
+** torch_dtype of the written type and no tied lm_head; model.safetensors with the HF names;
+** the base's tokenizer files copied. */
+int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct sn_err *err)
+{
+    struct sources s;
+    struct sn_st_writer *w = NULL;
+    struct out_bufs bufs = {0};
+    struct tok_arrays tk = {0};
+    cJSON *cfg = NULL;
+    float *head = NULL, *f = NULL;
+    size_t used = 0;
+    char name[512], path[4096];
+    if (!out_dir)
+        return sn_err_set(err, SN_E_ARG, "export: an output directory is needed");
+    int rc = sources_open(p, false, &s, err);
+    if (!rc)
+        rc = read_tokenizer(p->base_dir, s.c.V, &tk, err);
+    if (!rc)
+        rc = sn_st_writer_create(&w, err);
+    if (rc)
+        goto done;
+    const int64_t E = s.c.E;
+    const enum sn_st_dtype dt = p->type == SN_GGML_F16 ? SN_ST_F16
+                              : p->type == SN_GGML_BF16 ? SN_ST_BF16 : SN_ST_F32;
+    /* head: the adapter's, else the base's */
+    const struct sn_st_tensor *hs = NULL;
+    if (s.ad.st && (rc = adapter_head(&s.ad, E, &hs, err)))
+        goto done;
+    if (hs) {
+        if (!(head = sn_malloc((size_t)E * sizeof *head))) {
+            rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+            goto done;
+        }
+        if ((rc = sn_st_to_f32(hs, head, err)))
+            goto done;
+        used++;
+    } else if ((rc = load_f32(&s.wts, p->base_dir, "score.weight", 1, E, true, &head, err))) {
+        goto done;
+    }
+    if (!head) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: no reward head: neither the base nor the "
+                        "adapter has score.weight", p->base_dir);
+        goto done;
+    }
+    /* tensors, in HF names and shapes; converted like the GGUF's matrices (1-D too: HF keeps
+    ** one dtype per checkpoint) */
+    for (int64_t l = -1; l <= s.c.L; l++) {   /* -1: embeddings, L: the final norm */
+        size_t nk = (l < 0 || l == s.c.L) ? 1 : N_LAYER_MAP;
+        for (size_t k = 0; k < nk; k++) {
+            int64_t d0 = E, d1 = 0;   /* HF [d1 = out, d0 = in]; d1 = 0 for vectors */
+            bool lora = false, optional = false;
+            if (l < 0) {
+                d1 = s.c.V;
+                snprintf(name, sizeof name, "model.embed_tokens.weight");
+            } else if (l == s.c.L) {
+                snprintf(name, sizeof name, "model.norm.weight");
+            } else {
+                layer_dims(layer_map[k].kind, E, s.Ekv, s.c.F, &d0, &d1);
+                lora = d1 != 0;
+                optional = layer_map[k].kind >= 5;   /* q/k/v biases */
+                snprintf(name, sizeof name, "model.layers.%" PRId64 ".%s", l, layer_map[k].hf);
+            }
+            if ((rc = load_f32(&s.wts, p->base_dir, name, d1 ? d1 : d0, d1 ? d0 : 0, optional,
+                               &f, err)))
+                goto done;
+            if (!f)
+                continue;
+            if ((rc = keep(&bufs, f, err)))
+                goto done;
+            if (lora && s.ad.st) {
+                char module[512];
+                snprintf(module, sizeof module, "%.*s", (int)(strlen(name) - strlen(".weight")),
+                         name);
+                if ((rc = adapter_merge(&s.ad, module, f, d1, d0, &used, err)))
+                    goto done;
+            }
+            const int64_t shape[2] = {d1 ? d1 : d0, d0};
+            size_t n = (size_t)(d1 ? d1 : 1) * (size_t)d0;
+            const void *data = f;
+            if (dt != SN_ST_F32) {
+                uint16_t *h = sn_malloc(n * 2 + 1);
+                if (!h || (rc = keep(&bufs, h, err))) {
+                    rc = rc ? rc : sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+                    goto done;
+                }
+                for (size_t i = 0; i < n; i++)
+                    h[i] = dt == SN_ST_F16 ? sn_f32_to_f16(f[i]) : sn_f32_to_bf16(f[i]);
+                data = h;
+            }
+            if ((rc = sn_st_writer_add(w, name, dt, d1 ? 2 : 1, shape, data, err)))
+                goto done;
+        }
+    }
+    {
+        const int64_t shape[2] = {1, E};
+        const void *data = head;
+        if (dt != SN_ST_F32) {
+            uint16_t *h = sn_malloc((size_t)E * 2 + 1);
+            if (!h || (rc = keep(&bufs, h, err))) {
+                rc = rc ? rc : sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+                goto done;
+            }
+            for (int64_t i = 0; i < E; i++)
+                h[i] = dt == SN_ST_F16 ? sn_f32_to_f16(head[i]) : sn_f32_to_bf16(head[i]);
+            data = h;
+        }
+        if ((rc = sn_st_writer_add(w, "score.weight", dt, 2, shape, data, err)))
+            goto done;
+    }
+    if (s.ad.st && (rc = adapter_all_used(&s.ad, used, err)))
+        goto done;
+    if ((rc = sn_st_writer_set_metadata(w, "format", "pt", err)))
+        goto done;
+    /* config.json */
+    if ((rc = join(path, sizeof path, p->base_dir, "config.json", err)) ||
+        (rc = sn_json_load(path, &cfg, err)))
+        goto done;
+    const cJSON *pad = cJSON_GetObjectItemCaseSensitive(cfg, "pad_token_id");
+    double pad_id = cJSON_IsNumber(pad) && pad->valuedouble >= 0 &&
+                    pad->valuedouble < (double)s.c.V ? pad->valuedouble
+                  : tk.pad >= 0 ? tk.pad : tk.eos;
+    if (pad_id < 0) {
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: no pad_token_id, and the tokenizer has neither "
+                        "<|endoftext|> nor <|im_end|>; transformers needs one to pool", path);
+        goto done;
+    }
+    cJSON *arch = cJSON_CreateArray(), *i2l = cJSON_CreateObject(), *l2i = cJSON_CreateObject();
+    if (arch)
+        cJSON_AddItemToArray(arch, cJSON_CreateString("Qwen2ForSequenceClassification"));
+    if (i2l)
+        cJSON_AddStringToObject(i2l, "0", "LABEL_0");
+    if (l2i)
+        cJSON_AddNumberToObject(l2i, "LABEL_0", 0);
+    if ((rc = set_json(cfg, "architectures", arch, err)) ||
+        (rc = set_json(cfg, "num_labels", cJSON_CreateNumber(1), err)) ||
+        (rc = set_json(cfg, "id2label", i2l, err)) ||
+        (rc = set_json(cfg, "label2id", l2i, err)) ||
+        (rc = set_json(cfg, "pad_token_id", cJSON_CreateNumber(pad_id), err)) ||
+        (rc = set_json(cfg, "tie_word_embeddings", cJSON_CreateFalse(), err)) ||
+        (rc = set_json(cfg, "torch_dtype", cJSON_CreateString(
+                           dt == SN_ST_F16 ? "float16" : dt == SN_ST_BF16 ? "bfloat16"
+                                                                          : "float32"), err)))
+        goto done;
+    if ((rc = sn_mkdirs(out_dir, err)) ||
+        (rc = join(path, sizeof path, out_dir, "model.safetensors", err)) ||
+        (rc = sn_st_writer_save(w, path, err)) ||
+        (rc = join(path, sizeof path, out_dir, "config.json", err)) ||
+        (rc = sn_json_save(path, cfg, err)) ||
+        (rc = copy_file(p->base_dir, out_dir, "tokenizer.json", true, err)) ||
+        (rc = copy_file(p->base_dir, out_dir, "tokenizer_config.json", false, err)) ||
+        (rc = copy_file(p->base_dir, out_dir, "special_tokens_map.json", false, err)) ||
+        (rc = copy_file(p->base_dir, out_dir, "vocab.json", false, err)) ||
+        (rc = copy_file(p->base_dir, out_dir, "merges.txt", false, err)))
+        goto done;
+done:
+    for (size_t i = 0; i < bufs.n; i++)
+        sn_free(bufs.v[i]);
+    sn_free(bufs.v);
+    sn_free(head);
+    cJSON_Delete(cfg);
+    tok_arrays_free(&tk);
+    sn_st_writer_free(w);
+    sources_close(&s);
     return rc;
 }

@@ -28,8 +28,10 @@ enum sn_gguf_type {
     SN_GGUF_BOOL, SN_GGUF_STRING, SN_GGUF_ARRAY, SN_GGUF_U64, SN_GGUF_I64, SN_GGUF_F64,
     SN_GGUF_TYPE_COUNT
 };
-/* Tensor types we read and write (ggml's numbering). */
-enum sn_ggml_type { SN_GGML_F32 = 0, SN_GGML_F16 = 1, SN_GGML_BF16 = 30 };
+/* Tensor types we read and write (ggml's numbering). Q8_0: blocks of 32 values, each an f16
+** scale and 32 int8 (34 bytes); ne[0] must be a multiple of 32. */
+enum sn_ggml_type { SN_GGML_F32 = 0, SN_GGML_F16 = 1, SN_GGML_Q8_0 = 8, SN_GGML_BF16 = 30 };
+#define SN_Q8_0_BLOCK 32
 
 #define SN_GGUF_MAX_DIMS 4
 
@@ -87,9 +89,9 @@ int sn_gguf_kv_describe(const struct sn_gguf *g, size_t i, struct sn_buf *out,
 size_t sn_gguf_n_tensors(const struct sn_gguf *g);
 const struct sn_gguf_tensor *sn_gguf_tensor(const struct sn_gguf *g, size_t i);
 const struct sn_gguf_tensor *sn_gguf_find_tensor(const struct sn_gguf *g, const char *name);
-/* Converts a tensor (F32/F16/BF16) to n_elements floats. */
+/* Converts a tensor (F32/F16/BF16, or Q8_0 dequantized) to n_elements floats. */
 int sn_gguf_tensor_to_f32(const struct sn_gguf_tensor *t, float *out, struct sn_err *err);
-const char *sn_ggml_type_name(int type); /* "F32", "F16", "BF16", or "?" */
+const char *sn_ggml_type_name(int type); /* "F32", "F16", "BF16", "Q8_0", or "?" */
 
 /* Writer: KVs and tensors are written in the order they were added; general.alignment is 32.
 ** Values are copied; tensor data is borrowed until save returns. */
@@ -142,7 +144,9 @@ struct sn_export_params {
     const char *base_dir;       /* HF Qwen2 directory: config.json, *.safetensors, tokenizer.json */
     const char *adapter_dir;    /* PEFT adapter directory (adapter_config.json +
                                 ** adapter_model.safetensors), or NULL */
-    int         type;           /* enum sn_ggml_type of the matrices: F32 (default), F16, BF16 */
+    int         type;           /* enum sn_ggml_type of the matrices: F32 (default), F16, BF16,
+                                ** Q8_0 (GGUF only; a matrix whose rows are not a multiple of 32
+                                ** long stays F16, as llama.cpp's converter does) */
     bool        head_as_logit;  /* also write output.weight with row 0 = head, others 0 */
     uint32_t    max_len;        /* tokens per scored sequence; 0 = 1024 (the tuple builder's) */
     uint32_t    history_sentences; /* the tuple builder's history settings; 0 = 2 */
@@ -156,6 +160,24 @@ struct sn_export_params sn_export_default_params(void);
 /* Writes the GGUF at out_path atomically. Every input file is validated; errors name the
 ** file and the tensor or key. */
 int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struct sn_err *err);
+
+/* A LoRA adapter GGUF in llama.cpp's convention (general.type = "adapter", adapter.type =
+** "lora", adapter.lora.alpha; `blk.N.<name>.weight.lora_a` ne {n_in, r} and `.lora_b` ne {r,
+** n_out}: docs/formats.md#gguf-lora-adapter) from p->adapter_dir (required), checked against
+** p->base_dir. rsLoRA's alpha / sqrt(r) is folded into alpha. The head rides along as the rank-1
+** pair output.weight.lora_a/.lora_b adding (head - base head) to row 0 of output.weight, and in
+** full under SN_GGUF_KEY_HEAD: over a base GGUF written with head_as_logit from the same base,
+** llama.cpp's logit 0 is the adapted reward. p->type applies to the LoRA matrices. */
+int sn_export_adapter_gguf(const struct sn_export_params *p, const char *out_path,
+                           struct sn_err *err);
+/* The PEFT adapter directory (adapter_config.json + adapter_model.safetensors) of
+** p->adapter_dir (required), validated against p->base_dir and re-written (tensors unchanged,
+** the head under base_model.model.score.weight, "score" in modules_to_save). */
+int sn_export_peft(const struct sn_export_params *p, const char *out_dir, struct sn_err *err);
+/* A merged Hugging Face Qwen2ForSequenceClassification directory (config.json with num_labels
+** 1 and pad_token_id, model.safetensors with the LoRA of p->adapter_dir, if any, merged and
+** score.weight, the base's tokenizer files), in p->type (f32, f16 or bf16). */
+int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct sn_err *err);
 
 /* ---- runtime detector ---------------------------------------------------------------------- */
 

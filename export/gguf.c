@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -77,13 +78,16 @@ struct sn_gguf {
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
 
-size_t sn_ggml_type_size(int type)
+/* ggml stores a type in blocks of *n elements taking *bytes bytes (1 element for the float
+** types; Q8_0: 32 int8 values and an f16 scale, 34 bytes). False for a type we do not read. */
+bool sn_ggml_type_block(int type, size_t *n, size_t *bytes)
 {
     switch (type) {
-    case SN_GGML_F32: return 4;
-    case SN_GGML_F16: return 2;
-    case SN_GGML_BF16: return 2;
-    default: return 0;
+    case SN_GGML_F32: *n = 1, *bytes = 4; return true;
+    case SN_GGML_F16: *n = 1, *bytes = 2; return true;
+    case SN_GGML_BF16: *n = 1, *bytes = 2; return true;
+    case SN_GGML_Q8_0: *n = SN_Q8_0_BLOCK, *bytes = 2 + SN_Q8_0_BLOCK; return true;
+    default: *n = *bytes = 0; return false;
     }
 }
 
@@ -93,6 +97,7 @@ const char *sn_ggml_type_name(int type)
     case SN_GGML_F32: return "F32";
     case SN_GGML_F16: return "F16";
     case SN_GGML_BF16: return "BF16";
+    case SN_GGML_Q8_0: return "Q8_0";
     default: return "?";
     }
 }
@@ -425,12 +430,17 @@ static int parse(struct sn_gguf *g, struct sn_err *err)
         at = c.pos;
         if ((rc = rd_u32(&c, &type, t->name)) || (rc = rd_u64(&c, &t->offset, t->name)))
             return rc;
-        if (!sn_ggml_type_size((int)type))
+        size_t blk, blk_bytes;
+        if (!sn_ggml_type_block((int)type, &blk, &blk_bytes))
             return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s': ggml type %" PRIu32 " at byte "
-                              "%zu is not supported (F32 0, F16 1, BF16 30)", g->name, t->name,
-                              type, at);
+                              "%zu is not supported (F32 0, F16 1, Q8_0 8, BF16 30)", g->name,
+                              t->name, type, at);
+        if (t->ne[0] % blk)
+            return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s': ne[0] = %" PRIu64 " is not a "
+                              "multiple of %s's block of %zu", g->name, t->name, t->ne[0],
+                              sn_ggml_type_name((int)type), blk);
         t->type = (int)type;
-        t->nbytes = nel * sn_ggml_type_size(t->type);  /* nel < 2^62, size <= 4: fits */
+        t->nbytes = nel / blk * blk_bytes;  /* nel < 2^62, bytes per element <= 4: fits */
     }
     {
         const char ***p = sn_malloc((g->n_tensors + 1) * sizeof *p);
@@ -611,6 +621,66 @@ int sn_qwen2_hparams_read(const struct sn_gguf *g, struct sn_qwen2_hparams *h,
     return SN_OK;
 }
 
+/* ---- LoRA adapters: llama.cpp's convention (docs/formats.md#gguf-lora-adapter) ------------ */
+
+/* general.type = "adapter": adapter.type must be "lora", adapter.lora.alpha (if present) a
+** finite f32, and every tensor `<base name>.lora_a` {n_in, r} paired with `<base name>.lora_b`
+** {r, n_out} of the same r (llama.cpp's src/llama-adapter.cpp refuses anything else). The base
+** shapes are not in the file: llama.cpp checks them against the base model when it applies the
+** adapter, and so does our test. */
+static int adapter_check(struct sn_gguf *g, struct sn_err *err)
+{
+    const char *type = NULL;
+    double alpha = 0;
+    int rc = sn_gguf_get_str(g, "adapter.type", true, NULL, &type, err);
+    if (rc)
+        return rc;
+    if (strcmp(type, "lora"))
+        return sn_err_set(err, SN_E_FORMAT, "%s: adapter.type is \"%s\"; only \"lora\" is "
+                          "supported", g->name, type);
+    if ((rc = sn_gguf_get_f64(g, "adapter.lora.alpha", false, 0.0, &alpha, err)))
+        return rc;
+    if (!isfinite(alpha))
+        return sn_err_set(err, SN_E_FORMAT, "%s: adapter.lora.alpha is not finite", g->name);
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        const struct sn_gguf_tensor *t = &g->tensors[i];
+        size_t n = strlen(t->name);
+        bool is_a = n > 7 && !strcmp(t->name + n - 7, ".lora_a");
+        bool is_b = n > 7 && !strcmp(t->name + n - 7, ".lora_b");
+        if (!is_a && !is_b)
+            return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s' in a LoRA adapter: names must "
+                              "end in .lora_a or .lora_b", g->name, t->name);
+        if (t->n_dims != 2)
+            return sn_err_set(err, SN_E_FORMAT, "%s: LoRA tensor '%s' is %d-D, expected 2-D",
+                              g->name, t->name, t->n_dims);
+        if (!is_a)
+            continue;
+        char other[80];
+        snprintf(other, sizeof other, "%.*s.lora_b", (int)(n - 7), t->name);
+        const struct sn_gguf_tensor *b = sn_gguf_find_tensor(g, other);
+        if (!b)
+            return sn_err_set(err, SN_E_FORMAT, "%s: '%s' has no partner '%s'", g->name,
+                              t->name, other);
+        if (b->n_dims != 2 || b->ne[0] != t->ne[1] || t->ne[1] == 0)
+            return sn_err_set(err, SN_E_FORMAT, "%s: '%s' {%" PRIu64 ", %" PRIu64 "} and '%s' {%"
+                              PRIu64 ", %" PRIu64 "} disagree on the rank (expected lora_a "
+                              "{n_in, r}, lora_b {r, n_out})", g->name, t->name, t->ne[0],
+                              t->ne[1], other, b->ne[0], b->ne[1]);
+    }
+    for (size_t i = 0; i < g->n_tensors; i++) {  /* every lora_b has its lora_a */
+        const char *nm = g->tensors[i].name;
+        size_t n = strlen(nm);
+        char other[80];
+        if (strcmp(nm + n - 7, ".lora_b"))
+            continue;
+        snprintf(other, sizeof other, "%.*s.lora_a", (int)(n - 7), nm);
+        if (!sn_gguf_find_tensor(g, other))
+            return sn_err_set(err, SN_E_FORMAT, "%s: '%s' has no partner '%s'", g->name, nm,
+                              other);
+    }
+    return SN_OK;
+}
+
 /* ---- open / close ------------------------------------------------------------------------- */
 
 static int finish_open(struct sn_gguf *g, struct sn_gguf **out, struct sn_err *err)
@@ -619,7 +689,12 @@ static int finish_open(struct sn_gguf *g, struct sn_gguf **out, struct sn_err *e
     if (!rc) {
         const char *arch = NULL;
         rc = sn_gguf_get_str(g, "general.architecture", false, NULL, &arch, err);
-        if (!rc && arch && !strcmp(arch, "qwen2"))
+        const char *gtype = NULL;
+        if (!rc)
+            rc = sn_gguf_get_str(g, "general.type", false, NULL, &gtype, err);
+        if (!rc && gtype && !strcmp(gtype, "adapter"))
+            rc = adapter_check(g, err);
+        else if (!rc && arch && !strcmp(arch, "qwen2"))
             rc = qwen2_check(g, err);
     }
     if (rc) {
@@ -983,9 +1058,38 @@ int sn_gguf_tensor_to_f32(const struct sn_gguf_tensor *t, float *out, struct sn_
             out[i] = sn_bf16_to_f32(h);
         }
         return SN_OK;
+    case SN_GGML_Q8_0:   /* ggml's dequantize_row_q8_0: x = d · q */
+        for (uint64_t b = 0; b < t->n_elements / SN_Q8_0_BLOCK; b++) {
+            const uint8_t *blk = p + b * (2 + SN_Q8_0_BLOCK);
+            uint16_t h;
+            memcpy(&h, blk, 2);
+            const float d = sn_f16_to_f32(h);
+            for (int j = 0; j < SN_Q8_0_BLOCK; j++)
+                out[b * SN_Q8_0_BLOCK + j] = d * (float)(int8_t)blk[2 + j];
+        }
+        return SN_OK;
     default:
         return sn_err_set(err, SN_E_FORMAT, "tensor '%s': type %d cannot be converted", t->name,
                           t->type);
+    }
+}
+
+/* ggml's quantize_row_q8_0_ref (ggml-quants.c): per block of 32, d = max|x| / 127 stored as f16,
+** q = round(x / d) (x · (1/d), as ggml computes it, so the bytes match ggml's converter). */
+void sn_q8_0_quantize(const float *x, size_t n, uint8_t *out)
+{
+    for (size_t b = 0; b < n / SN_Q8_0_BLOCK; b++) {
+        const float *v = x + b * SN_Q8_0_BLOCK;
+        uint8_t *blk = out + b * (2 + SN_Q8_0_BLOCK);
+        float amax = 0.0f;
+        for (int j = 0; j < SN_Q8_0_BLOCK; j++)
+            amax = fmaxf(amax, fabsf(v[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const uint16_t h = sn_f32_to_f16(d);
+        memcpy(blk, &h, 2);
+        for (int j = 0; j < SN_Q8_0_BLOCK; j++)
+            blk[2 + j] = (uint8_t)(int8_t)roundf(v[j] * id);
     }
 }
 
@@ -1190,8 +1294,13 @@ int sn_gguf_writer_add_tensor(struct sn_gguf_writer *w, const char *name, int ty
     if (!name || !*name || strlen(name) > MAX_NAME)
         return sn_err_set(err, SN_E_ARG, "gguf writer: tensor name must have 1..%d bytes",
                           MAX_NAME);
-    if (!sn_ggml_type_size(type) || n_dims < 1 || n_dims > SN_GGUF_MAX_DIMS)
+    size_t blk, blk_bytes;
+    if (!sn_ggml_type_block(type, &blk, &blk_bytes) || n_dims < 1 || n_dims > SN_GGUF_MAX_DIMS)
         return sn_err_set(err, SN_E_ARG, "gguf writer: tensor '%s': bad type or dims", name);
+    if (ne[0] % blk)
+        return sn_err_set(err, SN_E_ARG, "gguf writer: tensor '%s': ne[0] = %" PRIu64 " is not "
+                          "a multiple of %s's block of %zu", name, ne[0],
+                          sn_ggml_type_name(type), blk);
     for (size_t i = 0; i < w->n_ts; i++)
         if (!strcmp(w->ts[i].name, name))
             return sn_err_set(err, SN_E_ARG, "gguf writer: duplicate tensor '%s'", name);
@@ -1215,7 +1324,7 @@ int sn_gguf_writer_add_tensor(struct sn_gguf_writer *w, const char *name, int ty
     t->n_dims = n_dims;
     for (int d = 0; d < SN_GGUF_MAX_DIMS; d++)
         t->ne[d] = d < n_dims ? ne[d] : 1;
-    t->nbytes = (uint64_t)nel * sn_ggml_type_size(type);
+    t->nbytes = (uint64_t)(nel / blk) * blk_bytes;
     t->data = data;
     w->n_ts++;
     return SN_OK;

@@ -58,7 +58,7 @@ static int make_generic(uint8_t **buf, size_t *len)
         struct sn_err e2 = {0};
         CHECK(sn_gguf_writer_add_tensor(w, "tensor_a", SN_GGML_F32, 2, ne_a, ta, &e2) ==
               SN_E_ARG);
-        CHECK(sn_gguf_writer_add_tensor(w, "bad", 8, 2, ne_a, ta, &e2) != SN_OK);
+        CHECK(sn_gguf_writer_add_tensor(w, "bad", 2, 2, ne_a, ta, &e2) != SN_OK);
     }
     if (!rc) rc = sn_gguf_writer_to_memory(w, buf, len, &err);
     CHECK_MSG(rc == SN_OK, "%s", err.msg);
@@ -202,8 +202,8 @@ static void corrupt_cases(const uint8_t *orig, size_t len)
     FRESH(); p = memfind(b, len, "tensor_a"); put64(p + 12, UINT64_C(1) << 40);
     put64(p + 20, UINT64_C(1) << 40);
     expect_bad(b, len, "element overflow", "overflows");
-    FRESH(); p = memfind(b, len, "tensor_a"); put32(p + 28, 8);
-    expect_bad(b, len, "unknown ggml type", "ggml type 8");
+    FRESH(); p = memfind(b, len, "tensor_a"); put32(p + 28, 2);
+    expect_bad(b, len, "unknown ggml type", "ggml type 2");
     FRESH(); p = memfind(b, len, "tensor_b"); put64(p + 8 + 4 + 8 + 4, 0);
     expect_bad(b, len, "overlapping tensors", "overlapping");
     FRESH(); p = memfind(b, len, "tensor_b"); put64(p + 8 + 4 + 8 + 4, 36);

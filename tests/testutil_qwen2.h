@@ -121,4 +121,88 @@ static int sn_test_qwen2_write(const struct sn_test_qwen2 *c, const char *dir, f
     }
     return rc;
 }
+/* A random PEFT LoRA adapter for that model (no libtorch): lora_A [r, in] and lora_B [out, r]
+** (both random, so B·A != 0) on all seven projections of every layer, a head [1, E] under
+** base_model.model.score.weight (or PEFT's wrapper name
+** base_model.model.score.modules_to_save.default.weight when head_wrapped), and
+** adapter_config.json (task_type SEQ_CLS, modules_to_save ["score"]). */
+struct sn_test_peft {
+    int      r;
+    double   alpha;
+    int      rslora;       /* use_rslora: scale alpha / sqrt(r) */
+    int      head_wrapped;
+    double   std;
+    uint64_t seed;
+};
+
+static inline int sn_test_peft_write(const struct sn_test_qwen2 *c, const struct sn_test_peft *a,
+                                     const char *dir, float **head, struct sn_err *err)
+{
+    static const char *const mods[] = {"self_attn.q_proj", "self_attn.k_proj",
+                                       "self_attn.v_proj", "self_attn.o_proj",
+                                       "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+    const int Ekv = c->Hkv * (c->E / c->H);
+    const int outs[] = {c->E, Ekv, Ekv, c->E, c->F, c->F, c->E};
+    const int ins[] = {c->E, c->E, c->E, c->E, c->E, c->E, c->F};
+    struct sn_rng r;
+    sn_rng_seed(&r, a->seed);
+    char path[4200];
+    int rc = sn_mkdirs(dir, err);
+    if (rc)
+        return rc;
+    struct sn_st_writer *w = NULL;
+    float **keep = (float **)calloc((size_t)(14 * c->L + 2), sizeof *keep);
+    int nk = 0;
+    rc = keep ? sn_st_writer_create(&w, err) : sn_err_set(err, SN_E_NOMEM, "out of memory");
+    for (int l = 0; !rc && l < c->L; l++)
+        for (int m = 0; !rc && m < 7; m++) {
+            char na[200], nb[200];
+            snprintf(na, sizeof na, "base_model.model.model.layers.%d.%s.lora_A.weight", l,
+                     mods[m]);
+            snprintf(nb, sizeof nb, "base_model.model.model.layers.%d.%s.lora_B.weight", l,
+                     mods[m]);
+            int64_t sa[2] = {a->r, ins[m]}, sb[2] = {outs[m], a->r};
+            float *va = sn_test_qwen2_randn(&r, (size_t)a->r * (size_t)ins[m], a->std, 0);
+            float *vb = sn_test_qwen2_randn(&r, (size_t)a->r * (size_t)outs[m], a->std, 0);
+            keep[nk++] = va;
+            keep[nk++] = vb;
+            rc = va && vb ? sn_st_writer_add(w, na, SN_ST_F32, 2, sa, va, err)
+                          : sn_err_set(err, SN_E_NOMEM, "out of memory");
+            if (!rc)
+                rc = sn_st_writer_add(w, nb, SN_ST_F32, 2, sb, vb, err);
+        }
+    if (!rc) {
+        int64_t shp[2] = {1, c->E};
+        float *v = sn_test_qwen2_randn(&r, (size_t)c->E, 1.0, 0);
+        keep[nk++] = v;
+        rc = v ? sn_st_writer_add(w, a->head_wrapped
+                                         ? "base_model.model.score.modules_to_save.default.weight"
+                                         : "base_model.model.score.weight",
+                                  SN_ST_F32, 2, shp, v, err)
+               : sn_err_set(err, SN_E_NOMEM, "out of memory");
+        if (!rc && head) {
+            *head = (float *)malloc((size_t)c->E * sizeof **head);
+            memcpy(*head, v, (size_t)c->E * sizeof **head);
+        }
+    }
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    if (!rc)
+        rc = sn_st_writer_save(w, path, err);
+    sn_st_writer_free(w);
+    for (int i = 0; i < nk; i++)
+        free(keep[i]);
+    free(keep);
+    if (rc)
+        return rc;
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return sn_err_set(err, SN_E_IO, "%s: cannot write", path);
+    fprintf(f, "{\"base_model_name_or_path\": \"tiny\", \"bias\": \"none\", \"lora_alpha\": %g, "
+               "\"lora_dropout\": 0.0, \"modules_to_save\": [\"score\"], \"peft_type\": \"LORA\", "
+               "\"r\": %d, \"target_modules\": [\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\", "
+               "\"gate_proj\", \"up_proj\", \"down_proj\"], \"task_type\": \"SEQ_CLS\", "
+               "\"use_rslora\": %s}\n", a->alpha, a->r, a->rslora ? "true" : "false");
+    return fclose(f) ? sn_err_set(err, SN_E_IO, "%s: cannot write", path) : SN_OK;
+}
 #endif
