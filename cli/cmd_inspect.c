@@ -649,7 +649,17 @@ static int inspect_gguf(const char *path, const struct opts *o)
         printf("%s: GGUF v%u, alignment %u, %zu keys, %zu tensors, %" PRIu64 " parameters "
                "(%.1f MB of data)\n", path, sn_gguf_version(g), sn_gguf_alignment(g),
                sn_gguf_n_kv(g), sn_gguf_n_tensors(g), n_params, (double)n_bytes / 1e6);
-        printf("model:      %s '%s'\n", arch, name);
+        const char *gtype = NULL, *atype = NULL;
+        double alpha = 0;
+        sn_gguf_get_str(g, "general.type", false, "model", &gtype, &err);
+        sn_gguf_get_str(g, "adapter.type", false, "?", &atype, &err);
+        sn_gguf_get_f64(g, "adapter.lora.alpha", false, 0, &alpha, &err);
+        sn_err_clear(&err);
+        if (!strcmp(gtype, "adapter")) /* llama.cpp's LoRA convention (docs/formats.md) */
+            printf("adapter:    %s for %s '%s', alpha %g (applied over a --head-as-logit base "
+                   "GGUF; not scored on its own)\n", atype, arch, name, alpha);
+        else
+            printf("model:      %s '%s'\n", arch, name);
         printf("provenance: base %s, adapter %s, LoRA scale %g\n", base, adapter, scale);
         printf("scoring:    template %s, max_len %" PRIu64 ", head %s, tokenizer sha256 %s\n",
                tmpl, max_len, sn_gguf_find(g, SN_GGUF_KEY_HEAD) >= 0 ? "sentinel.score.weight"
