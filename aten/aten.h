@@ -307,6 +307,19 @@ int sn_aten_add_linear(const struct sn_tensor *y, const struct sn_tensor *x,
                        const struct sn_tensor *w, double alpha, struct sn_tensor **out,
                        struct sn_err *err);
 
+/* Mixed precision for the calling thread ("autocast" with f32 master weights; docs/train.md,
+** "bf16"): while set to BF16 (or F16), sn_aten_linear and sn_aten_add_linear with f32
+** operands cast them to that dtype, multiply there (libtorch's GEMM accumulates in f32) and
+** cast the product back to f32; add_linear adds it to y in f32, so residual streams stay f32.
+** Every other op (norms, RoPE, attention, softmax, the loss) runs in the operands' dtype as
+** usual. Gradients flow back through the casts, so f32 parameters get f32 gradients. F32 = off
+** (the default); f64 operands are never cast. enter returns the previous setting for exit:
+**   enum sn_dtype prev = sn_aten_autocast_enter(SN_DTYPE_BF16); ...; sn_aten_autocast_exit(prev);
+** sn_aten_checkpoint records the setting at forward and recomputes under it. */
+enum sn_dtype sn_aten_autocast_enter(enum sn_dtype dt);
+void          sn_aten_autocast_exit(enum sn_dtype previous);
+enum sn_dtype sn_aten_autocast_get(void);
+
 /* ---- indexing ----------------------------------------------------------------------------- */
 
 /* Rows of table (V, D) picked by ids (any shape, I64 or I32): out has shape ids.shape + (D).

@@ -511,6 +511,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
         actx->saved_data["n_in"] = n_in;
         actx->saved_data["n_out"] = n_out;
         actx->saved_data["gen"] = gen_bits;
+        actx->saved_data["autocast"] = (int64_t)autocast_dtype();
         if (gen) {
             std::lock_guard<std::mutex> lock(gen->g.mutex());
             actx->saved_data["gen_state"] = gen->g.get_state();
@@ -546,10 +547,15 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
             gen->g.set_state(actx->saved_data["gen_state"].toTensor());
         }
         std::vector<at::Tensor> outs;
+        // the recompute runs under the forward's mixed-precision setting
+        at::ScalarType ac_now = autocast_dtype();
+        autocast_dtype() = (at::ScalarType)actx->saved_data["autocast"].toInt();
         try {
             at::AutoGradMode on(true);
             outs = call_fn(fn, ctx, in, n_out);
+            autocast_dtype() = ac_now;
         } catch (...) {
+            autocast_dtype() = ac_now;
             if (gen) {
                 std::lock_guard<std::mutex> lock(gen->g.mutex());
                 gen->g.set_state(gen_now);

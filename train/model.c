@@ -89,6 +89,7 @@ struct sn_model_params sn_model_default_params(void)
         .seed = 0,
         .init_std = 0.02,
         .init_noise = 0.0,
+        .autocast = SN_DTYPE_F32,
     };
     return p;
 }
@@ -545,9 +546,15 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
     struct scope sc = {0};
     struct sn_tensor *h = NULL;
     int rc = SN_OK;
+    enum sn_dtype prev_autocast = SN_DTYPE_F32;
+    bool autocast_on = false;
     if (!pos || !ids64 || !last || !keep) {
         rc = sn_err_set(err, SN_E_NOMEM, "forward: out of memory");
         goto fail;
+    }
+    if (m->p.autocast != SN_DTYPE_F32) {
+        prev_autocast = sn_aten_autocast_enter(m->p.autocast);
+        autocast_on = true;
     }
     rc = batch_prepare(m, b, pk, pos, last, ids64, keep, err);
     if (rc)
@@ -658,6 +665,8 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         *hidden = hn;
     else
         sn_tensor_free(hn);
+    if (autocast_on)
+        sn_aten_autocast_exit(prev_autocast);
     scope_free(&sc);
     sn_tensor_free(h);
     sn_free(pos);
@@ -666,6 +675,8 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
     sn_free(keep);
     return SN_OK;
 fail:
+    if (autocast_on)
+        sn_aten_autocast_exit(prev_autocast);
     scope_free(&sc);
     sn_tensor_free(h);
     sn_free(pos);

@@ -78,6 +78,9 @@ struct sn_model_params {
     double           init_std;        /* std of the random matrices (HF: 0.02; 0 = 0.02) */
     double           init_noise;      /* > 0: biases ~ N(0, s), norm weights ~ N(1, s) instead
                                       ** of HF's 0 and 1 (tests: every parameter matters) */
+    enum sn_dtype    autocast;        /* BF16: the projections and the head multiply in bf16
+                                      ** (sn_aten_autocast_enter) while weights, norms,
+                                      ** attention and rewards stay in dtype (F32); F32 = off */
 };
 /* F32, CPU, no checkpointing, seed 0, init_std 0.02, init_noise 0 */
 struct sn_model_params sn_model_default_params(void);
@@ -286,7 +289,8 @@ struct sn_train_params {
     double   alpha;              /* weight of the alignment loss */
     double   center_rewards;     /* TRL center_rewards_coefficient: + c·mean((r_ch + r_rej)²) */
     uint64_t seed;
-    enum sn_dtype dtype;         /* compute dtype: F32 (default) or F64 */
+    enum sn_dtype dtype;         /* F32 (default), F64, or BF16: bf16 GEMMs with f32 master
+                                 ** weights, optimizer state and loss (docs/train.md) */
     bool     grad_checkpoint;
     int      threads;            /* intra-op threads; 0 = libtorch's default */
     int64_t  eval_every;         /* steps; 0 = only at the end */

@@ -242,11 +242,10 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
         else if (!strcmp(dtype, "float64") || !strcmp(dtype, "f64"))
             p->dtype = SN_DTYPE_F64;
         else if (!strcmp(dtype, "bfloat16") || !strcmp(dtype, "bf16"))
-            return sn_err_set(err, SN_E_UNSUPPORTED, "recipe: train.dtype = \"%s\": bf16 "
-                              "autocast is not in this build yet (use float32)", dtype);
+            p->dtype = SN_DTYPE_BF16;
         else
-            return sn_err_set(err, SN_E_ARG, "recipe: train.dtype = \"%s\" (expected float32 "
-                              "or float64)", dtype);
+            return sn_err_set(err, SN_E_ARG, "recipe: train.dtype = \"%s\" (expected float32, "
+                              "bfloat16 or float64)", dtype);
     }
     if (!(p->sched.min_ratio >= 0.0 && p->sched.min_ratio <= 1.0))
         return sn_err_set(err, SN_E_ARG, "recipe: train.min_lr_ratio = %g (expected 0..1)",
@@ -1195,7 +1194,10 @@ static int set_pad_from_tokenizer(struct sn_model *m, const char *tokenizer_path
 static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err *err)
 {
     struct sn_model_params mp = sn_model_default_params();
-    mp.dtype = t->p.dtype;
+    /* bf16: f32 master weights (and so f32 gradients, optimizer state and checkpoints),
+    ** bf16 GEMMs in the forward and backward */
+    mp.dtype = t->p.dtype == SN_DTYPE_BF16 ? SN_DTYPE_F32 : t->p.dtype;
+    mp.autocast = t->p.dtype == SN_DTYPE_BF16 ? SN_DTYPE_BF16 : SN_DTYPE_F32;
     mp.seed = t->p.seed;
     mp.grad_checkpoint = t->p.grad_checkpoint;
     bool seeded = !strcmp(t->p.base, "tiny") || !strcmp(t->p.base, "small");
