@@ -128,6 +128,10 @@ int main(int argc, char **argv)
     struct sn_trainer *t = NULL;
     if (!rc)
         rc = sn_trainer_open(&p, shards, out, true, &t, &err);
+    struct sn_model_profile prof;
+    memset(&prof, 0, sizeof prof);
+    if (!rc && getenv("TS_PROFILE"))
+        sn_model_set_profile(sn_trainer_model(t), &prof);
     double tot_time = 0, tot_wait = 0;
     int64_t tot_tokens = 0;
     for (int s = 0; s < steps + warm && !rc; s++) {
@@ -165,6 +169,10 @@ int main(int argc, char **argv)
            tot_time / steps, tot_tokens / tot_time, batch * steps / tot_time,
            tot_wait / tot_time);
     printf("peak_rss_mb=%.1f\n", ru.ru_maxrss / 1024.0);
+    if (getenv("TS_PROFILE"))
+        printf("forward_s: linear=%.3f attention=%.3f norm=%.3f other=%.3f (all steps)\n",
+               prof.seconds[SN_PROF_LINEAR], prof.seconds[SN_PROF_ATTENTION],
+               prof.seconds[SN_PROF_NORM], prof.seconds[SN_PROF_OTHER]);
     sn_trainer_free(t);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -7,7 +7,8 @@
 # Then the batching modes (docs/train.md "Packed and shared-prefix batches") on tuples whose
 # three sequences share a context 4x longer than their responses (TS_BSEQ tokens, 512), full
 # fine-tuning of each config, with and without checkpointing, and the tuples/s ratio of
-# packed and shared_prefix over padded.
+# packed and shared_prefix over padded. TS_THREADS fixes the intra-op threads (0 = libtorch's
+# default); on a shared, loaded machine 1 thread gives the steadiest ratios.
 # Not here yet: the PyTorch-eager step beside it (bench/forward_backward.sh compares forward +
 # backward alone).
 set -euo pipefail
@@ -42,7 +43,7 @@ for cfg in tiny small; do
     for bm in padded packed shared_prefix; do
       out=$(env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" "$b" --config $cfg --mode full \
             --ckpt $ck --seq "$bseq" --batch "$batch" --steps "${TS_STEPS:-4}" --warmup 1 \
-            --batching $bm --ctx-ratio 4)
+            --batching $bm --ctx-ratio 4 --threads "${TS_THREADS:-0}")
       get() { sed -n "s/^$1=//p" <<<"$out"; }
       tps=$(get tuples_per_s)
       [ -z "$base" ] && base=$tps
