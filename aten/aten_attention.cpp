@@ -364,6 +364,7 @@ struct Dims {
     // Packed rows (sn_aten_attention_spans; nullptr otherwise): (B, T, 3) host int64 per
     // token: its own segment's first key, and a shared prefix [lo, hi) (empty when lo == hi).
     const int64_t *spans = nullptr;
+    int64_t window = 0; // the widest key window of any block (Tk without spans): scratch size
     // One past the last key query row i may see under the causal mask (may be <= 0).
     int64_t key_end(int64_t i) const { return causal ? std::min(Tk, i + off + 1) : Tk; }
     int64_t span(int64_t b, int64_t i, int c) const { return spans[(b * Tq + i) * 3 + c]; }
@@ -465,7 +466,7 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
     at::parallel_for(0, d.B * d.Hq, 1, [&](int64_t t0, int64_t t1) {
         const int64_t np = n_panels(Tk) * kPanel, dp16 = n_panels(D) * kPanel;
         std::vector<T> kp((size_t)(D * np)), vp((size_t)(Tk * dp16)),
-            s((size_t)(kBlockRows * Tk)), vmean((size_t)D), rinv((size_t)kBlockRows);
+            s((size_t)(kBlockRows * d.window)), vmean((size_t)D), rinv((size_t)kBlockRows);
         for (int64_t task = t0; task < t1; task++) {
             int64_t b = task / d.Hq, h = task % d.Hq, g = h / d.n_rep;
             // B operands of this kv head, packed once: Kᵀ (D x Tk) and V (Tk x D)
@@ -542,8 +543,8 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
     at::parallel_for(0, d.B * d.Hkv, 1, [&](int64_t t0, int64_t t1) {
         const int64_t np = n_panels(Tk) * kPanel, dp16 = n_panels(D) * kPanel;
         std::vector<T> kp((size_t)(D * np)), vtp((size_t)(D * np)), krp((size_t)(Tk * dp16)),
-            qbp((size_t)(Mb * dp16)), dobp((size_t)(Mb * dp16)), p((size_t)(Mb * Tk)),
-            dp((size_t)(Mb * Tk)), tr((size_t)(Tk * Mb)), dka((size_t)(Tk * D)),
+            qbp((size_t)(Mb * dp16)), dobp((size_t)(Mb * dp16)), p((size_t)(Mb * d.window)),
+            dp((size_t)(Mb * d.window)), tr((size_t)(d.window * Mb)), dka((size_t)(Tk * D)),
             dva((size_t)(Tk * D)), di((size_t)Mb);
         for (int64_t task = t0; task < t1; task++) {
             int64_t b = task / d.Hkv, g = task % d.Hkv;
@@ -649,6 +650,16 @@ Dims dims_of(const at::Tensor &q, const at::Tensor &k, bool causal, double scale
     d.Hkv = k.size(1), d.Tk = k.size(2);
     d.n_rep = d.Hq / d.Hkv, d.off = d.Tk - d.Tq, d.causal = causal, d.scale = scale;
     d.spans = spans.numel() ? spans.data_ptr<int64_t>() : nullptr;
+    d.window = d.Tk;
+    if (d.spans) { // a packed row of short sequences needs (64 x its widest window), not Tk
+        d.window = 0;
+        for (int64_t b = 0; b < d.B; b++)
+            for (int64_t i0 = 0; i0 < d.Tq; i0 += kBlockRows) {
+                int64_t mb = std::min(kBlockRows, d.Tq - i0);
+                int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
+                d.window = std::max(d.window, kend - std::min(d.block_begin(b, i0, mb), kend));
+            }
+    }
     return d;
 }
 

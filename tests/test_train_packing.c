@@ -8,9 +8,9 @@
 **     bf16 rounding; malformed spans are refused naming the entry.
 **   - model: rewards of a packed row and of a shared-prefix row (laid out here, independently
 **     of the trainer) equal the padded batch's rewards (f64 1e-10, f32 1e-5);
-**   - trainer: one step's loss, reward statistics and the gradient of every parameter with
-**     batching packed and shared_prefix equal batching padded (f32 1e-5 as the issue asks,
-**     f64 1e-10), in full mode and in LoRA mode with gradient checkpointing (the spans must
+**   - trainer: one step's loss, reward statistics, the gradient of every parameter and the
+**     validation loss with batching packed and shared_prefix equal batching padded (f32 to
+**     1e-5, f64 1e-10), in full mode and in LoRA mode with gradient checkpointing (the spans must
 **     survive the recompute); length bucketing leaves the step's gradient unchanged;
 **   - a sequence longer than the model's context is an error naming the shard and the tuple;
 **     a misspelt train.batching names the nearest valid value. */
@@ -541,6 +541,13 @@ static void test_trainer_modes(const char *shards, enum sn_dtype dt, bool lora, 
         CHECK(s1.accuracy == s0.accuracy && s1.n == s0.n);
         CHECK_MSG(worst <= tol * fmax(1.0, gmax) && gmax > 1e-4, "%s: gradients differ by %g",
                   sn_batching_name(p.batching), worst);
+        /* evaluation (no grad, eval_batch tuples per forward) takes the same rows */
+        struct sn_train_stats e0, e1;
+        OK(sn_trainer_evaluate(t0, SN_SPLIT_VALIDATION, &e0, &E));
+        OK(sn_trainer_evaluate(t1, SN_SPLIT_VALIDATION, &e1, &E));
+        CHECK(e0.n == 4 && e1.n == 4);
+        CHECK_CLOSE(e1.loss, e0.loss, tol, tol);
+        CHECK_CLOSE(e1.margin, e0.margin, tol, tol);
         /* packed drops only padding; shared-prefix also the repeated contexts */
         if (mode == SN_BATCH_PACKED)
             CHECK(s1.num_tokens == s0.num_tokens);
