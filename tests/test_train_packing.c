@@ -12,6 +12,9 @@
 **     validation loss with batching packed and shared_prefix equal batching padded (f32 to
 **     1e-5, f64 1e-10), in full mode and in LoRA mode with gradient checkpointing (the spans must
 **     survive the recompute); length bucketing leaves the step's gradient unchanged;
+**   - shared-prefix batches with length bucketing resume bit-identically (weights and
+**     optimizer state after 4 steps straight vs 2 + a resume), and a changed batching is
+**     refused naming the key;
 **   - a sequence longer than the model's context is an error naming the shard and the tuple;
 **     a misspelt train.batching names the nearest valid value. */
 #include "data/shard.h"
@@ -587,6 +590,52 @@ static void test_bucketing(const char *shards)
     sn_trainer_free(t1);
 }
 
+static bool same_file(const char *a, const char *b)
+{
+    return sn_test_sh("cmp -s '%s' '%s'", a, b) == 0;
+}
+
+/* Shared-prefix batches with length bucketing resume bit-identically: 4 steps straight vs a
+** resume from checkpoint-2 (checkpoint-4 spoilt); a changed batching is refused naming it. */
+static void test_resume(const char *shards)
+{
+    char out[512], keep[600], p1[700], p2[700];
+    snprintf(out, sizeof out, "%s", sn_test_dir("pack_resume"));
+    struct sn_train_params p = base_params();
+    p.mode = SN_TRAIN_FULL;
+    p.batching = SN_BATCH_SHARED_PREFIX;
+    p.length_bucketing = true;
+    p.save_every = 2;
+    p.keep_last = 0;
+    struct sn_trainer *t = NULL;
+    OK(sn_trainer_open(&p, shards, out, false, &t, &E));
+    if (t)
+        OK(sn_trainer_run(t, &E));
+    sn_trainer_free(t);
+    t = NULL;
+    snprintf(keep, sizeof keep, "%s.keep", out);
+    sn_test_sh("rm -rf '%s' && cp -r '%s/checkpoint-4' '%s'", keep, out, keep);
+    snprintf(p1, sizeof p1, "%s/checkpoint-4/model.safetensors", out);
+    CHECK(sn_test_sh("printf 'XXXX' | dd of='%s' bs=1 seek=100 conv=notrunc 2>/dev/null",
+                     p1) == 0);
+    OK(sn_trainer_open(&p, shards, out, false, &t, &E));
+    CHECK(t && sn_trainer_step(t) == 2);
+    if (t)
+        OK(sn_trainer_run(t, &E));
+    sn_trainer_free(t);
+    t = NULL;
+    snprintf(p2, sizeof p2, "%s/model.safetensors", keep);
+    CHECK_MSG(same_file(p1, p2), "resumed weights differ from the uninterrupted run");
+    snprintf(p1, sizeof p1, "%s/checkpoint-4/optimizer.safetensors", out);
+    snprintf(p2, sizeof p2, "%s/optimizer.safetensors", keep);
+    CHECK_MSG(same_file(p1, p2), "resumed optimizer state differs");
+    p.batching = SN_BATCH_PACKED;
+    struct sn_err e = {0};
+    CHECK(sn_trainer_open(&p, shards, out, false, &t, &e) == SN_E_ARG && !t);
+    CHECK_MSG(strstr(e.msg, "batching (was \"shared_prefix\", now \"packed\")"), "%s", e.msg);
+    sn_test_sh("rm -rf '%s'", keep);
+}
+
 static void test_too_long(const char *root)
 {
     char dir[512];
@@ -647,6 +696,7 @@ int main(void)
     test_trainer_modes(shards, SN_DTYPE_F32, false, 1e-5);
     test_trainer_modes(shards, SN_DTYPE_F32, true, 1e-5);
     test_bucketing(shards);
+    test_resume(shards);
     test_too_long(root);
     return sn_test_done();
 }
