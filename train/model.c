@@ -652,7 +652,11 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         goto fail;
     if (rewards) {
         struct sn_tensor *r1 = NULL;
+        /* the head in f32 even under bf16 autocast: a reward rounded to 8 bits would quantise
+        ** the margins the loss sees (hidden x 1: nothing to gain from bf16) */
+        enum sn_dtype ac = sn_aten_autocast_enter(SN_DTYPE_F32);
         rc = sn_aten_linear(hn, m->head, NULL, &r1, err); /* (B, 1) */
+        sn_aten_autocast_exit(ac);
         if (!rc)
             rc = sn_aten_reshape(r1, sB, 1, rewards, err);
         sn_tensor_free(r1);

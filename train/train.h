@@ -78,9 +78,10 @@ struct sn_model_params {
     double           init_std;        /* std of the random matrices (HF: 0.02; 0 = 0.02) */
     double           init_noise;      /* > 0: biases ~ N(0, s), norm weights ~ N(1, s) instead
                                       ** of HF's 0 and 1 (tests: every parameter matters) */
-    enum sn_dtype    autocast;        /* BF16: the projections and the head multiply in bf16
+    enum sn_dtype    autocast;        /* BF16: the projections multiply in bf16
                                       ** (sn_aten_autocast_enter) while weights, norms,
-                                      ** attention and rewards stay in dtype (F32); F32 = off */
+                                      ** attention, the head and rewards stay in dtype (F32);
+                                      ** F32 = off */
 };
 /* F32, CPU, no checkpointing, seed 0, init_std 0.02, init_noise 0 */
 struct sn_model_params sn_model_default_params(void);
