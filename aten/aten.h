@@ -379,7 +379,7 @@ int sn_aten_attention(const struct sn_tensor *q, const struct sn_tensor *k,
                       double scale, double dropout_p, struct sn_aten_gen *gen,
                       struct sn_tensor **out, struct sn_err *err);
 /* Causal self-attention over PACKED rows (padding-free batches, shared-prefix scoring;
-** docs/train.md "Batches"): q (B,Hq,T,D), k, v (B,Hkv,T,D) as above (Tq == Tk == T), and
+** docs/train.md, packed batches): q (B,Hq,T,D), k, v (B,Hkv,T,D) as above (Tq == Tk == T), and
 ** spans (B,T,3) I32/I64 saying which keys token t of row b sees:
 **     its own segment, causally:  keys j with spans[b,t,0] <= j <= t
 **     a shared prefix (optional): keys j with spans[b,t,1] <= j < spans[b,t,2]

@@ -1,5 +1,5 @@
-/* tests/test_train_packing.c: packed (padding-free) and shared-prefix batches (docs/train.md
-** "Batches") equal the plain padded computation.
+/* tests/test_train_packing.c: packed (padding-free) and shared-prefix batches (docs/train.md,
+** "Packed and shared-prefix batches") equal the plain padded computation.
 **   - aten: sn_aten_attention_spans over a row of three packed sequences and a row of a
 **     prefix with three responses equals sn_aten_attention run on each sequence alone (the
 **     response's queries against [prefix; response] keys, causal with the diagonal shifted by

@@ -138,8 +138,8 @@ struct sn_model_batch {
     int64_t        B, T;
 };
 
-/* Packed rows (padding-free and shared-prefix batches, docs/train.md "Batches"): a row holds
-** several sequences. spans (B, T, 3) says which keys each token attends
+/* Packed rows (docs/train.md, "Packed and shared-prefix batches"): a row holds several
+** sequences. spans (B, T, 3) says which keys each token attends
 ** (sn_aten_attention_spans: its own segment causally, plus an optional shared prefix), pos
 ** (B, T) gives each token's RoPE position (restarting per sequence; checked against
 ** max_position_embeddings), and the rewards are read at the n_readout flat token indices
@@ -263,8 +263,9 @@ double sn_lr_at(const struct sn_lr_schedule *s, int64_t step);
 
 enum sn_train_mode { SN_TRAIN_MODE_DEFAULT, SN_TRAIN_FULL, SN_TRAIN_LORA };
 
-/* How a micro-batch's sequences become rows (docs/train.md "Batches"). All three give the same
-** rewards and gradients up to rounding (tests/test_train_packing.c). */
+/* How a micro-batch's sequences become rows (docs/train.md, "Packed and shared-prefix
+** batches"). All three give the same rewards and gradients up to rounding
+** (tests/test_train_packing.c). */
 enum sn_batching {
     SN_BATCH_PADDED,        /* one sequence per row, right-padded to the longest */
     SN_BATCH_PACKED,        /* every sequence in one row, block-diagonal causal mask */

@@ -382,8 +382,8 @@ static int tset_open(struct tset *s, const struct sn_manifest *man, enum sn_spli
 }
 
 /* One forward's sequences [chosen × b; rejected × b; reference × k]: padded, one per row,
-** right-padded to T; or packed (B = 1, T = the tokens of the micro-batch; docs/train.md
-** "Batches"), the rewards read out in the same order. */
+** right-padded to T; or packed (B = 1, T = the tokens of the micro-batch; docs/train.md,
+** "Packed and shared-prefix batches"), the rewards read out in the same order. */
 struct rows {
     int32_t *ids, *mask;
     size_t   cap;
