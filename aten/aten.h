@@ -307,6 +307,19 @@ int sn_aten_add_linear(const struct sn_tensor *y, const struct sn_tensor *x,
                        const struct sn_tensor *w, double alpha, struct sn_tensor **out,
                        struct sn_err *err);
 
+/* Mixed precision for the calling thread ("autocast" with f32 master weights; docs/train.md,
+** "bf16"): while set to BF16 (or F16), sn_aten_linear and sn_aten_add_linear with f32
+** operands cast them to that dtype, multiply there (libtorch's GEMM accumulates in f32) and
+** cast the product back to f32; add_linear adds it to y in f32, so residual streams stay f32.
+** Every other op (norms, RoPE, attention, softmax, the loss) runs in the operands' dtype as
+** usual. Gradients flow back through the casts, so f32 parameters get f32 gradients. F32 = off
+** (the default); f64 operands are never cast. enter returns the previous setting for exit:
+**   enum sn_dtype prev = sn_aten_autocast_enter(SN_DTYPE_BF16); ...; sn_aten_autocast_exit(prev);
+** sn_aten_checkpoint records the setting at forward and recomputes under it. */
+enum sn_dtype sn_aten_autocast_enter(enum sn_dtype dt);
+void          sn_aten_autocast_exit(enum sn_dtype previous);
+enum sn_dtype sn_aten_autocast_get(void);
+
 /* ---- indexing ----------------------------------------------------------------------------- */
 
 /* Rows of table (V, D) picked by ids (any shape, I64 or I32): out has shape ids.shape + (D).
@@ -365,6 +378,21 @@ int sn_aten_attention(const struct sn_tensor *q, const struct sn_tensor *k,
                       const struct sn_tensor *v, const struct sn_tensor *key_keep, bool causal,
                       double scale, double dropout_p, struct sn_aten_gen *gen,
                       struct sn_tensor **out, struct sn_err *err);
+/* Causal self-attention over PACKED rows (padding-free batches, shared-prefix scoring;
+** docs/train.md, packed batches): q (B,Hq,T,D), k, v (B,Hkv,T,D) as above (Tq == Tk == T), and
+** spans (B,T,3) I32/I64 saying which keys token t of row b sees:
+**     its own segment, causally:  keys j with spans[b,t,0] <= j <= t
+**     a shared prefix (optional): keys j with spans[b,t,1] <= j < spans[b,t,2]
+** required: 0 <= spans[b,t,0] <= t and either lo == hi (no prefix) or 0 <= lo < hi <=
+** spans[b,t,0]. Several sequences in one row: each token's segment starts at its sequence's
+** first token (a block-diagonal causal mask). Responses scored against one encoded context:
+** the context tokens form one segment, each response its own segment with the context as
+** prefix. Every row sees at least itself, so no row is empty. Positions (RoPE) are the
+** caller's business: restart them per sequence. SN_E_ARG names the first bad entry.
+** Differentiable w.r.t. q, k, v; the fused CPU kernel for f32/f64, composed ops otherwise. */
+int sn_aten_attention_spans(const struct sn_tensor *q, const struct sn_tensor *k,
+                            const struct sn_tensor *v, const struct sn_tensor *spans,
+                            double scale, struct sn_tensor **out, struct sn_err *err);
 /* Inverted dropout: training ? x * bernoulli(1-p) / (1-p) : x (a new handle to x). */
 int sn_aten_dropout(const struct sn_tensor *x, double p, bool training, struct sn_aten_gen *gen,
                     struct sn_tensor **out, struct sn_err *err);

@@ -18,6 +18,10 @@
 // V over all Tk keys, with no gradient to Q or K.
 // GQA: query head h reads kv head h / (Hq / Hkv) in place (no repeat_kv copies). Causal blocks
 // above the diagonal are skipped, which halves the matmul work of the composed version.
+// Packed rows (sn_aten_attention_spans): a query row sees a shared prefix [lo, hi) and its own
+// segment [s, i]; a block of query rows computes scores only over the key window from the
+// first key any of its rows may see (rounded down to a panel) to its causal end, so a row of
+// many short sequences costs about what the sequences cost one by one (block-diagonal).
 // Products run on one small matmul kernel C (+)= A·B (A row-major, B packed into 16-column
 // panels): AVX2+FMA intrinsics for f32 when the CPU has them (chosen at run time), plain loops
 // otherwise and for f64 (the dtype of the finite-difference gradient checks).
@@ -357,8 +361,26 @@ struct Dims {
     int64_t B, Hq, Hkv, Tq, Tk, D, n_rep, off; // off = Tk − Tq: the causal diagonal's shift
     bool causal;
     double scale;
+    // Packed rows (sn_aten_attention_spans; nullptr otherwise): (B, T, 3) host int64 per
+    // token: its own segment's first key, and a shared prefix [lo, hi) (empty when lo == hi).
+    const int64_t *spans = nullptr;
+    int64_t window = 0; // the widest key window of any block (Tk without spans): scratch size
     // One past the last key query row i may see under the causal mask (may be <= 0).
     int64_t key_end(int64_t i) const { return causal ? std::min(Tk, i + off + 1) : Tk; }
+    int64_t span(int64_t b, int64_t i, int c) const { return spans[(b * Tq + i) * 3 + c]; }
+    // First key of the block of query rows [i0, i0 + mb) that some row may see, rounded down
+    // to a 16-key panel (the packed Kᵀ operand starts on panel boundaries). 0 without spans.
+    int64_t block_begin(int64_t b, int64_t i0, int64_t mb) const
+    {
+        if (!spans)
+            return 0;
+        int64_t m = i0;
+        for (int64_t i = i0; i < i0 + mb; i++) {
+            int64_t s = span(b, i, 0), lo = span(b, i, 1), hi = span(b, i, 2);
+            m = std::min(m, lo < hi ? std::min(lo, s) : s);
+        }
+        return m / 16 * 16;
+    }
 };
 
 // bias[b*Tk + j] = 0 for a real key, −inf for padding (all 0 without a mask).
@@ -394,6 +416,40 @@ T mask_row(const Kernels<T> &K, T *x, int64_t n, int64_t jend, const T *bias, T 
     return mx;
 }
 
+// One row of scores over the key window [k0, k0 + n), in place: scaled where query row i of
+// batch b may attend, −inf elsewhere. Returns the row max (−inf when no key is allowed).
+// Without spans k0 is 0 and this is mask_row. With spans the allowed keys are the shared
+// prefix [lo, hi) and the row's own segment [s, i] (hi <= s, checked by the caller).
+template <typename T>
+T mask_window(const Kernels<T> &K, const Dims &d, T *x, int64_t k0, int64_t n, int64_t b,
+              int64_t i, const T *bias, const T *zeros, T scale)
+{
+    if (!d.spans)
+        return mask_row<T>(K, x, n, d.key_end(i), bias, scale);
+    const T ninf = -std::numeric_limits<T>::infinity();
+    T mx = ninf;
+    int64_t at = k0; // keys before `at` are done
+    auto skip = [&](int64_t upto) {
+        if (upto > at) {
+            std::fill(x + (at - k0), x + (upto - k0), ninf);
+            at = upto;
+        }
+    };
+    auto keep = [&](int64_t from, int64_t upto) {
+        skip(from);
+        if (upto > from) {
+            mx = std::max(mx, K.scale_bias_max(x + (from - k0), upto - from, zeros, scale));
+            at = upto;
+        }
+    };
+    int64_t s = d.span(b, i, 0), lo = d.span(b, i, 1), hi = d.span(b, i, 2);
+    if (lo < hi)
+        keep(lo, hi);
+    keep(s, i + 1);
+    skip(k0 + n);
+    return mx;
+}
+
 // ---- forward -------------------------------------------------------------------------------
 
 template <typename T>
@@ -404,13 +460,13 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
     const Kernels<T> K = kernels_for<T>();
     const View4<T> Q(q), Kv(k), V(v), O(out);
     T *L = lse.data_ptr<T>(); // (B, Hq, Tq) dense
-    const std::vector<T> bias = key_bias<T>(keep_u8, d);
+    const std::vector<T> bias = key_bias<T>(keep_u8, d), zeros((size_t)d.Tk, T(0));
     const T scale = (T)d.scale;
     const int64_t D = d.D, Tk = d.Tk;
     at::parallel_for(0, d.B * d.Hq, 1, [&](int64_t t0, int64_t t1) {
         const int64_t np = n_panels(Tk) * kPanel, dp16 = n_panels(D) * kPanel;
         std::vector<T> kp((size_t)(D * np)), vp((size_t)(Tk * dp16)),
-            s((size_t)(kBlockRows * Tk)), vmean((size_t)D), rinv((size_t)kBlockRows);
+            s((size_t)(kBlockRows * d.window)), vmean((size_t)D), rinv((size_t)kBlockRows);
         for (int64_t task = t0; task < t1; task++) {
             int64_t b = task / d.Hq, h = task % d.Hq, g = h / d.n_rep;
             // B operands of this kv head, packed once: Kᵀ (D x Tk) and V (Tk x D)
@@ -420,28 +476,32 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
             for (int64_t i0 = 0; i0 < d.Tq; i0 += kBlockRows) {
                 int64_t mb = std::min(kBlockRows, d.Tq - i0);
                 int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
-                if (kend > 0)
-                    K.gemm(mb, kend, D, Q.row(b, h, i0), Q.st, kp.data(), D * kPanel, s.data(),
-                           kend, false);
+                // the key window [k0, kend) of this block: k0 > 0 only for packed rows
+                int64_t k0 = std::min(d.block_begin(b, i0, mb), kend), n = kend - k0;
+                if (n > 0)
+                    K.gemm(mb, n, D, Q.row(b, h, i0), Q.st, kp.data() + k0 / kPanel * D * kPanel,
+                           D * kPanel, s.data(), n, false);
                 T *lrow = L + (b * d.Hq + h) * d.Tq;
                 for (int64_t r = 0; r < mb; r++) {
                     int64_t i = i0 + r;
-                    T *x = s.data() + r * kend;
-                    T mx = mask_row<T>(K, x, kend, d.key_end(i), bias.data() + b * Tk, scale);
+                    T *x = s.data() + r * n;
+                    T mx = mask_window<T>(K, d, x, k0, n, b, i, bias.data() + b * Tk,
+                                          zeros.data(), scale);
                     if (mx == -std::numeric_limits<T>::infinity()) {
                         lrow[i] = mx; // no key allowed: uniform row, filled below
-                        for (int64_t j = 0; j < kend; j++)
+                        for (int64_t j = 0; j < n; j++)
                             x[j] = 0;
                         continue;
                     }
-                    T l = K.exp_sum(x, kend, mx);
+                    T l = K.exp_sum(x, n, mx);
                     lrow[i] = mx + std::log(l);
                     rinv[(size_t)r] = T(1) / l;
                 }
                 // O = (P V) / l: the row sums divide the D outputs, not the kend probabilities
                 T *o = O.row(b, h, i0);
-                if (kend > 0)
-                    K.gemm(mb, D, kend, s.data(), kend, vp.data(), Tk * kPanel, o, O.st, false);
+                if (n > 0)
+                    K.gemm(mb, D, n, s.data(), n, vp.data() + k0 * kPanel, Tk * kPanel, o, O.st,
+                           false);
                 for (int64_t r = 0; r < mb; r++) {
                     if (lrow[i0 + r] != -std::numeric_limits<T>::infinity()) {
                         for (int64_t c = 0; c < D; c++)
@@ -477,14 +537,14 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
     const Kernels<T> K = kernels_for<T>();
     const View4<T> Q(q), Kv(k), V(v), O(out), dO(dout), dQ(dq), dK(dk), dV(dv);
     const T *L = lse.data_ptr<T>();
-    const std::vector<T> bias = key_bias<T>(keep_u8, d);
+    const std::vector<T> bias = key_bias<T>(keep_u8, d), zeros((size_t)d.Tk, T(0));
     const T scale = (T)d.scale, ninf = -std::numeric_limits<T>::infinity();
     const int64_t D = d.D, Tk = d.Tk, Mb = kBlockRows;
     at::parallel_for(0, d.B * d.Hkv, 1, [&](int64_t t0, int64_t t1) {
         const int64_t np = n_panels(Tk) * kPanel, dp16 = n_panels(D) * kPanel;
         std::vector<T> kp((size_t)(D * np)), vtp((size_t)(D * np)), krp((size_t)(Tk * dp16)),
-            qbp((size_t)(Mb * dp16)), dobp((size_t)(Mb * dp16)), p((size_t)(Mb * Tk)),
-            dp((size_t)(Mb * Tk)), tr((size_t)(Tk * Mb)), dka((size_t)(Tk * D)),
+            qbp((size_t)(Mb * dp16)), dobp((size_t)(Mb * dp16)), p((size_t)(Mb * d.window)),
+            dp((size_t)(Mb * d.window)), tr((size_t)(d.window * Mb)), dka((size_t)(Tk * D)),
             dva((size_t)(Tk * D)), di((size_t)Mb);
         for (int64_t task = t0; task < t1; task++) {
             int64_t b = task / d.Hkv, g = task % d.Hkv;
@@ -500,6 +560,7 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                 for (int64_t i0 = 0; i0 < d.Tq; i0 += Mb) {
                     int64_t mb = std::min(Mb, d.Tq - i0);
                     int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
+                    int64_t k0 = std::min(d.block_begin(b, i0, mb), kend), n = kend - k0;
                     const T *qb = Q.row(b, h, i0), *dob = dO.row(b, h, i0);
                     T *dqb = dQ.row(b, h, i0);
                     for (int64_t r = 0; r < mb; r++) {
@@ -511,21 +572,23 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                                     dva[(size_t)(j * D + c)] += g_o[c] / (T)Tk;
                         }
                     }
-                    if (kend == 0) {
+                    if (n == 0) {
                         for (int64_t r = 0; r < mb; r++)
                             std::fill(dqb + r * dQ.st, dqb + r * dQ.st + D, T(0));
                         continue;
                     }
                     // P = exp(x − lse), recomputed from the scores
-                    K.gemm(mb, kend, D, qb, Q.st, kp.data(), D * kPanel, p.data(), kend, false);
+                    const T *kp0 = kp.data() + k0 / kPanel * D * kPanel;
+                    K.gemm(mb, n, D, qb, Q.st, kp0, D * kPanel, p.data(), n, false);
                     for (int64_t r = 0; r < mb; r++) {
                         int64_t i = i0 + r;
-                        T *x = p.data() + r * kend;
-                        mask_row<T>(K, x, kend, d.key_end(i), bias.data() + b * Tk, scale);
+                        T *x = p.data() + r * n;
+                        mask_window<T>(K, d, x, k0, n, b, i, bias.data() + b * Tk, zeros.data(),
+                                       scale);
                         if (lrow[i] == ninf)
-                            std::fill(x, x + kend, T(0));
+                            std::fill(x, x + n, T(0));
                         else
-                            K.exp_sum(x, kend, lrow[i]);
+                            K.exp_sum(x, n, lrow[i]);
                         // Di = dO_i · O_i
                         const T *g_o = dob + r * dO.st, *o = O.row(b, h, i);
                         T acc = 0;
@@ -533,27 +596,27 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                             acc += g_o[c] * o[c];
                         di[(size_t)r] = acc;
                     }
-                    // dV[:kend] += Pᵀ dO
+                    // dV[k0:kend] += Pᵀ dO
                     pack_rows(dob, dO.st, mb, D, dobp.data());
-                    transpose(p.data(), mb, kend, kend, tr.data());
-                    K.gemm(kend, D, mb, tr.data(), mb, dobp.data(), mb * kPanel, dva.data(), D,
-                           true);
+                    transpose(p.data(), mb, n, n, tr.data());
+                    K.gemm(n, D, mb, tr.data(), mb, dobp.data(), mb * kPanel,
+                           dva.data() + k0 * D, D, true);
                     // dP = dO Vᵀ;  dS = scale · P ∘ (dP − Di)
-                    K.gemm(mb, kend, D, dob, dO.st, vtp.data(), D * kPanel, dp.data(), kend,
-                           false);
+                    K.gemm(mb, n, D, dob, dO.st, vtp.data() + k0 / kPanel * D * kPanel,
+                           D * kPanel, dp.data(), n, false);
                     for (int64_t r = 0; r < mb; r++) {
-                        T *ds = dp.data() + r * kend;
-                        const T *pr = p.data() + r * kend;
+                        T *ds = dp.data() + r * n;
+                        const T *pr = p.data() + r * n;
                         const T dr = di[(size_t)r];
-                        K.softmax_grad(ds, pr, kend, scale, dr);
+                        K.softmax_grad(ds, pr, n, scale, dr);
                     }
-                    // dQ = dS K;  dK[:kend] += dSᵀ Q
-                    K.gemm(mb, D, kend, dp.data(), kend, krp.data(), Tk * kPanel, dqb, dQ.st,
-                           false);
+                    // dQ = dS K;  dK[k0:kend] += dSᵀ Q
+                    K.gemm(mb, D, n, dp.data(), n, krp.data() + k0 * kPanel, Tk * kPanel, dqb,
+                           dQ.st, false);
                     pack_rows(qb, Q.st, mb, D, qbp.data());
-                    transpose(dp.data(), mb, kend, kend, tr.data());
-                    K.gemm(kend, D, mb, tr.data(), mb, qbp.data(), mb * kPanel, dka.data(), D,
-                           true);
+                    transpose(dp.data(), mb, n, n, tr.data());
+                    K.gemm(n, D, mb, tr.data(), mb, qbp.data(), mb * kPanel,
+                           dka.data() + k0 * D, D, true);
                 }
             }
             for (int64_t j = 0; j < Tk; j++) {
@@ -579,12 +642,24 @@ at::Tensor unit_last(const at::Tensor &t)
     return t.stride(3) == 1 ? t : t.contiguous();
 }
 
-Dims dims_of(const at::Tensor &q, const at::Tensor &k, bool causal, double scale)
+Dims dims_of(const at::Tensor &q, const at::Tensor &k, bool causal, double scale,
+             const at::Tensor &spans)
 {
     Dims d;
     d.B = q.size(0), d.Hq = q.size(1), d.Tq = q.size(2), d.D = q.size(3);
     d.Hkv = k.size(1), d.Tk = k.size(2);
     d.n_rep = d.Hq / d.Hkv, d.off = d.Tk - d.Tq, d.causal = causal, d.scale = scale;
+    d.spans = spans.numel() ? spans.data_ptr<int64_t>() : nullptr;
+    d.window = d.Tk;
+    if (d.spans) { // a packed row of short sequences needs (64 x its widest window), not Tk
+        d.window = 0;
+        for (int64_t b = 0; b < d.B; b++)
+            for (int64_t i0 = 0; i0 < d.Tq; i0 += kBlockRows) {
+                int64_t mb = std::min(kBlockRows, d.Tq - i0);
+                int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
+                d.window = std::max(d.window, kend - std::min(d.block_begin(b, i0, mb), kend));
+            }
+    }
     return d;
 }
 
@@ -602,12 +677,13 @@ void run_forward(const Dims &d, const at::Tensor &q, const at::Tensor &k, const 
 struct AttentionFn : public torch::autograd::Function<AttentionFn> {
     static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &q,
                               const at::Tensor &k, const at::Tensor &v,
-                              const at::Tensor &keep_u8, bool causal, double scale)
+                              const at::Tensor &keep_u8, const at::Tensor &spans, bool causal,
+                              double scale)
     {
-        Dims d = dims_of(q, k, causal, scale);
+        Dims d = dims_of(q, k, causal, scale, spans);
         at::Tensor out, lse;
         run_forward(d, q, k, v, keep_u8, out, lse);
-        ctx->save_for_backward({q, k, v, keep_u8, out, lse});
+        ctx->save_for_backward({q, k, v, keep_u8, out, lse, spans});
         ctx->saved_data["causal"] = causal;
         ctx->saved_data["scale"] = scale;
         return out;
@@ -619,9 +695,9 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
     {
         torch::autograd::variable_list s = ctx->get_saved_variables();
         const at::Tensor &q = s[0], &k = s[1], &v = s[2], &keep_u8 = s[3], &out = s[4],
-                         &lse = s[5];
+                         &lse = s[5], &spans = s[6];
         Dims d = dims_of(q, k, ctx->saved_data["causal"].toBool(),
-                         ctx->saved_data["scale"].toDouble());
+                         ctx->saved_data["scale"].toDouble(), spans);
         at::Tensor dout = grad_out[0];
         if (!dout.defined())
             dout = at::zeros_like(out);
@@ -633,7 +709,7 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
             backward_kernel<float>(d, q, k, v, keep_u8, out, lse, dout, dq, dk, dv);
         else
             backward_kernel<double>(d, q, k, v, keep_u8, out, lse, dout, dq, dk, dv);
-        return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor()};
+        return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
 };
 
@@ -641,7 +717,7 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
 
 at::Tensor fused_attention(const at::Tensor &q_in, const at::Tensor &k_in,
                            const at::Tensor &v_in, const at::Tensor *key_keep, bool causal,
-                           double scale)
+                           double scale, const at::Tensor *spans)
 {
     at::ScalarType st = q_in.scalar_type();
     if (!q_in.device().is_cpu() || !k_in.device().is_cpu() || !v_in.device().is_cpu() ||
@@ -652,11 +728,14 @@ at::Tensor fused_attention(const at::Tensor &q_in, const at::Tensor &k_in,
     at::Tensor q = unit_last(q_in), k = unit_last(k_in), v = unit_last(v_in);
     at::Tensor keep_u8 = key_keep ? key_keep->ne(0).to(at::kByte).contiguous()
                                   : at::empty({0}, at::TensorOptions().dtype(at::kByte));
+    at::Tensor sp = spans ? *spans : at::empty({0}, at::TensorOptions().dtype(at::kLong));
+    if (spans)
+        causal = true;
     bool grad = at::GradMode::is_enabled() &&
                 (q.requires_grad() || k.requires_grad() || v.requires_grad());
     if (grad)
-        return AttentionFn::apply(q, k, v, keep_u8, causal, scale);
-    Dims d = dims_of(q, k, causal, scale);
+        return AttentionFn::apply(q, k, v, keep_u8, sp, causal, scale);
+    Dims d = dims_of(q, k, causal, scale, sp);
     at::Tensor out, lse;
     run_forward(d, q, k, v, keep_u8, out, lse);
     return out;

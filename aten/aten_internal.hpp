@@ -52,6 +52,9 @@ int from_scalar_type(at::ScalarType st); // SN_DTYPE_COUNT for others
 at::Device to_device(struct sn_device d);
 at::IntArrayRef shape_ref(const int64_t *shape, int ndim);
 
+// Mixed-precision GEMMs of the calling thread (sn_aten_autocast_enter): kFloat = off.
+at::ScalarType &autocast_dtype();
+
 // One line out of a libtorch message: newlines become "; ", the C++ stack trace is dropped.
 std::string one_line(const char *what);
 // The catch blocks shared by every entry point; returns the status set in err.

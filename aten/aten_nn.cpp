@@ -259,6 +259,67 @@ extern "C" int sn_aten_attention(const struct sn_tensor *q, const struct sn_tens
     });
 }
 
+extern "C" int sn_aten_attention_spans(const struct sn_tensor *q, const struct sn_tensor *k,
+                                       const struct sn_tensor *v, const struct sn_tensor *spans,
+                                       double scale, struct sn_tensor **out, struct sn_err *err)
+{
+    return run("attention_spans", out, err, [&] {
+        const at::Tensor &Q = ten(q), &K = ten(k), &V = ten(v), &S = ten(spans);
+        if (Q.dim() != 4 || K.dim() != 4 || V.dim() != 4)
+            throw ArgError("q, k, v must be 4-D (B,H,T,D)");
+        int64_t B = Q.size(0), Hq = Q.size(1), T = Q.size(2), D = Q.size(3), Hkv = K.size(1);
+        if (K.size(0) != B || V.size(0) != B || V.size(1) != Hkv || K.size(2) != T ||
+            V.size(2) != T || K.size(3) != D)
+            throw ArgError("shapes disagree (self-attention needs Tq == Tk): q " +
+                           std::string(c10::str(Q.sizes())) + ", k " + c10::str(K.sizes()) +
+                           ", v " + c10::str(V.sizes()));
+        if (Hkv <= 0 || Hq % Hkv)
+            throw ArgError("query heads " + std::to_string(Hq) +
+                           " not a multiple of kv heads " + std::to_string(Hkv));
+        if (S.dim() != 3 || S.size(0) != B || S.size(1) != T || S.size(2) != 3 ||
+            (S.scalar_type() != at::kLong && S.scalar_type() != at::kInt))
+            throw ArgError("spans must be (B,T,3) = (" + std::to_string(B) + "," +
+                           std::to_string(T) + ",3) I32/I64, got " + c10::str(S.sizes()));
+        // checked on the host: the kernel trusts these bounds
+        at::Tensor sp = S.to(at::kCPU).to(at::kLong).contiguous();
+        const int64_t *p = sp.data_ptr<int64_t>();
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = 0; t < T; t++) {
+                const int64_t *e = p + (b * T + t) * 3;
+                bool ok = e[0] >= 0 && e[0] <= t &&
+                          (e[1] == e[2] || (e[1] >= 0 && e[1] < e[2] && e[2] <= e[0]));
+                if (!ok)
+                    throw ArgError("spans[" + std::to_string(b) + "," + std::to_string(t) +
+                                   "] = (" + std::to_string(e[0]) + ", " +
+                                   std::to_string(e[1]) + ", " + std::to_string(e[2]) +
+                                   "): expected 0 <= start <= t and an empty prefix or "
+                                   "0 <= lo < hi <= start");
+            }
+        if (scale == 0.0)
+            scale = 1.0 / std::sqrt((double)D);
+        at::Tensor f = fused_attention(Q, K, V, nullptr, true, scale, &sp);
+        if (f.defined())
+            return f;
+        // composed: allowed[b,i,j] = (s_i <= j <= i) or (lo_i <= j < hi_i)
+        at::Tensor sd = sp.to(Q.device());
+        at::TensorOptions lo = at::TensorOptions().dtype(at::kLong).device(Q.device());
+        at::Tensor i = at::arange(T, lo).view({1, T, 1}), j = at::arange(T, lo).view({1, 1, T});
+        at::Tensor s0 = sd.select(2, 0).unsqueeze(2), p0 = sd.select(2, 1).unsqueeze(2),
+                   p1 = sd.select(2, 2).unsqueeze(2);
+        at::Tensor allowed = at::logical_or(at::logical_and(j.ge(s0), j.le(i)),
+                                            at::logical_and(j.ge(p0), j.lt(p1)));
+        at::Tensor Kr = repeat_kv(K, Hq / Hkv), Vr = repeat_kv(V, Hq / Hkv);
+        at::Tensor scores = at::matmul(Q, Kr.transpose(-2, -1)) * scale; // (B,Hq,T,T)
+        scores = scores.masked_fill(allowed.unsqueeze(1).logical_not(),
+                                    lowest(scores.scalar_type()));
+        at::ScalarType st = Q.scalar_type();
+        at::Tensor probs = (st == at::kDouble || st == at::kFloat)
+                               ? at::softmax(scores, -1)
+                               : at::softmax(scores.to(at::kFloat), -1).to(st);
+        return at::matmul(probs, Vr);
+    });
+}
+
 // ---- autograd ----------------------------------------------------------------------------
 
 extern "C" int sn_aten_set_requires_grad(struct sn_tensor *t, bool on, struct sn_err *err)
@@ -450,6 +511,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
         actx->saved_data["n_in"] = n_in;
         actx->saved_data["n_out"] = n_out;
         actx->saved_data["gen"] = gen_bits;
+        actx->saved_data["autocast"] = (int64_t)autocast_dtype();
         if (gen) {
             std::lock_guard<std::mutex> lock(gen->g.mutex());
             actx->saved_data["gen_state"] = gen->g.get_state();
@@ -485,10 +547,15 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
             gen->g.set_state(actx->saved_data["gen_state"].toTensor());
         }
         std::vector<at::Tensor> outs;
+        // the recompute runs under the forward's mixed-precision setting
+        at::ScalarType ac_now = autocast_dtype();
+        autocast_dtype() = (at::ScalarType)actx->saved_data["autocast"].toInt();
         try {
             at::AutoGradMode on(true);
             outs = call_fn(fn, ctx, in, n_out);
+            autocast_dtype() = ac_now;
         } catch (...) {
+            autocast_dtype() = ac_now;
             if (gen) {
                 std::lock_guard<std::mutex> lock(gen->g.mutex());
                 gen->g.set_state(gen_now);

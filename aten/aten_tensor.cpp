@@ -881,6 +881,40 @@ extern "C" int sn_aten_max_abs_diff(const struct sn_tensor *a, const struct sn_t
 
 // ---- linear algebra and indexing ---------------------------------------------------------
 
+at::ScalarType &sn_aten::autocast_dtype()
+{
+    static thread_local at::ScalarType dt = at::kFloat;
+    return dt;
+}
+
+extern "C" enum sn_dtype sn_aten_autocast_enter(enum sn_dtype dt)
+{
+    enum sn_dtype prev = sn_aten_autocast_get();
+    autocast_dtype() = dt == SN_DTYPE_BF16 ? at::kBFloat16 : dt == SN_DTYPE_F16 ? at::kHalf
+                                                                               : at::kFloat;
+    return prev;
+}
+
+extern "C" void sn_aten_autocast_exit(enum sn_dtype previous)
+{
+    (void)sn_aten_autocast_enter(previous);
+}
+
+extern "C" enum sn_dtype sn_aten_autocast_get(void)
+{
+    at::ScalarType st = autocast_dtype();
+    return st == at::kBFloat16 ? SN_DTYPE_BF16 : st == at::kHalf ? SN_DTYPE_F16 : SN_DTYPE_F32;
+}
+
+// The dtype a GEMM of these f32 operands runs in under autocast (kFloat: as they are).
+static at::ScalarType gemm_dtype(const at::Tensor &x, const at::Tensor &w)
+{
+    at::ScalarType lp = autocast_dtype();
+    if (lp == at::kFloat || x.scalar_type() != at::kFloat || w.scalar_type() != at::kFloat)
+        return at::kFloat;
+    return lp;
+}
+
 extern "C" int sn_aten_linear(const struct sn_tensor *x, const struct sn_tensor *w,
                               const struct sn_tensor *bias, struct sn_tensor **out,
                               struct sn_err *err)
@@ -889,7 +923,13 @@ extern "C" int sn_aten_linear(const struct sn_tensor *x, const struct sn_tensor 
         c10::optional<at::Tensor> b;
         if (bias)
             b = bias->t;
-        return at::linear(ten(x), ten(w), b);
+        const at::Tensor &X = ten(x), &W = ten(w);
+        at::ScalarType lp = gemm_dtype(X, W);
+        if (lp == at::kFloat)
+            return at::linear(X, W, b);
+        if (b)
+            b = b->to(lp);
+        return at::linear(X.to(lp), W.to(lp), b).to(at::kFloat);
     });
 }
 
@@ -905,6 +945,11 @@ extern "C" int sn_aten_add_linear(const struct sn_tensor *y, const struct sn_ten
             throw ArgError("shapes disagree: y " + std::string(c10::str(Y.sizes())) + ", x " +
                            c10::str(X.sizes()) + ", w " + c10::str(W.sizes()) +
                            " (want y (..., out), x (..., in), w (out, in))");
+        at::ScalarType lp = gemm_dtype(X, W);
+        if (lp != at::kFloat && Y.scalar_type() == at::kFloat) {
+            at::Tensor p = at::mm(X.reshape({-1, X.size(-1)}).to(lp), W.t().to(lp));
+            return Y.add(p.to(at::kFloat).view(Y.sizes()), alpha);
+        }
         at::Tensor r = at::addmm(Y.reshape({-1, Y.size(-1)}), X.reshape({-1, X.size(-1)}),
                                  W.t(), 1.0, alpha);
         return r.view(Y.sizes());

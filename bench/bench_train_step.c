@@ -1,11 +1,17 @@
 /* bench/bench_train_step.c: steady-state cost of one full training step of `sentinel train`
 ** (train/trainer.c: batch assembly, forward and backward of chosen/rejected/reference
 ** sequences, loss, gradient clipping, AdamW in two groups), on shards of random token
-** sequences written here. Prints key=value lines: tokens/s (padding excluded), step time,
-** data wait as a fraction of the step, peak RSS.
+** sequences written here. Prints key=value lines: tokens/s (processed tokens: padding
+** excluded, a shared prefix counted once), tuples/s, step time, data wait as a fraction of
+** the step, peak RSS.
 **
 **   bench_train_step [--config tiny|small] [--seq N] [--batch B] [--steps N] [--warmup N]
 **                    [--ckpt 0|1] [--mode full|lora] [--threads N]
+**                    [--batching padded|packed|shared_prefix] [--ctx-ratio R]
+**
+** --ctx-ratio R > 0: the three sequences of a tuple share a context of R/(R+1) of --seq tokens
+** and end in their own response of about --seq/(R+1) tokens (± 1/4, so padded rows pad);
+** 0 (default): three unrelated sequences of --seq tokens.
 **
 ** Not timed in tests; bench/train_step.sh runs the configurations. */
 #include "data/shard.h"
@@ -19,7 +25,8 @@
 
 #define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-static int make_shards(const char *dir, int n, int seq, int vocab, struct sn_err *err)
+static int make_shards(const char *dir, int n, int seq, int vocab, int ratio,
+                       struct sn_err *err)
 {
     struct sn_shard_set_params sp = sn_shard_set_default_params();
     cJSON *settings = cJSON_Parse("{\"bench\": 1}");
@@ -39,11 +46,19 @@ static int make_shards(const char *dir, int n, int seq, int vocab, struct sn_err
     for (int i = 0; i < n && !rc && ids; i++) {
         struct sn_shard_tuple t;
         memset(&t, 0, sizeof t);
+        int ctx = ratio > 0 ? seq * ratio / (ratio + 1) : 0;
         for (int f = 0; f < 3; f++) {
-            for (int j = 0; j < seq; j++)
-                ids[f * seq + j] = (int32_t)sn_rng_below(&rng, (uint64_t)vocab);
+            int len = seq;
+            if (ratio > 0) { /* response of (seq - ctx) · [3/4, 1] tokens */
+                int r = seq - ctx, lo = r - r / 4;
+                len = ctx + lo + (int)sn_rng_below(&rng, (uint64_t)(r - lo + 1));
+            }
+            for (int j = 0; j < len; j++)
+                ids[f * seq + j] = f > 0 && j < ctx ? ids[j] /* field 0's context */
+                                                    : (int32_t)sn_rng_below(&rng,
+                                                                            (uint64_t)vocab);
             t.ids[SN_FIELD_CHOSEN + f] = ids + f * seq;
-            t.n_ids[SN_FIELD_CHOSEN + f] = (size_t)seq;
+            t.n_ids[SN_FIELD_CHOSEN + f] = (size_t)len;
         }
         for (int f = 0; f < SN_FIELD_COUNT; f++)
             t.text[f] = "x";
@@ -61,8 +76,8 @@ static int make_shards(const char *dir, int n, int seq, int vocab, struct sn_err
 
 int main(int argc, char **argv)
 {
-    const char *config = "tiny", *mode = "full";
-    int seq = 256, batch = 8, steps = 5, warm = 2, ckpt = 0, threads = 0;
+    const char *config = "tiny", *mode = "full", *batching = "padded";
+    int seq = 256, batch = 8, steps = 5, warm = 2, ckpt = 0, threads = 0, ratio = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--config")) config = argv[i + 1];
         else if (!strcmp(argv[i], "--mode")) mode = argv[i + 1];
@@ -72,6 +87,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--warmup")) warm = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--ckpt")) ckpt = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--batching")) batching = argv[i + 1];
+        else if (!strcmp(argv[i], "--ctx-ratio")) ratio = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "bench_train_step: unknown option %s\n", argv[i]);
             return 2;
@@ -83,8 +100,18 @@ int main(int argc, char **argv)
     snprintf(out, sizeof out, "%s/out", dir);
     struct sn_err err = {0};
     sn_log_set_level(SN_LOG_ERROR);
-    int rc = make_shards(shards, batch * (steps + warm + 1), seq, 512, &err);
+    int rc = make_shards(shards, batch * (steps + warm + 1), seq, 512, ratio, &err);
     struct sn_train_params p = sn_train_default_params();
+    int bm;
+    for (bm = 0; bm < SN_BATCH_COUNT && strcmp(batching, sn_batching_name((enum sn_batching)bm));
+         bm++)
+        ;
+    if (bm == SN_BATCH_COUNT) {
+        fprintf(stderr, "bench_train_step: --batching %s: expected padded, packed or "
+                "shared_prefix\n", batching);
+        return 2;
+    }
+    p.batching = (enum sn_batching)bm;
     p.base = config;
     p.mode = !strcmp(mode, "lora") ? SN_TRAIN_LORA : SN_TRAIN_FULL;
     p.lora.r = 16;
@@ -101,6 +128,10 @@ int main(int argc, char **argv)
     struct sn_trainer *t = NULL;
     if (!rc)
         rc = sn_trainer_open(&p, shards, out, true, &t, &err);
+    struct sn_model_profile prof;
+    memset(&prof, 0, sizeof prof);
+    if (!rc && getenv("TS_PROFILE"))
+        sn_model_set_profile(sn_trainer_model(t), &prof);
     double tot_time = 0, tot_wait = 0;
     int64_t tot_tokens = 0;
     for (int s = 0; s < steps + warm && !rc; s++) {
@@ -125,6 +156,7 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru);
     printf("config=%s\nmode=%s\nseq=%d\nbatch=%d\ngrad_checkpoint=%d\nthreads=%d\n", config, mode,
            seq, batch, ckpt, threads);
+    printf("batching=%s\nctx_ratio=%d\n", batching, ratio);
     const struct sn_param *ps;
     const bool *dec;
     size_t np;
@@ -137,6 +169,10 @@ int main(int argc, char **argv)
            tot_time / steps, tot_tokens / tot_time, batch * steps / tot_time,
            tot_wait / tot_time);
     printf("peak_rss_mb=%.1f\n", ru.ru_maxrss / 1024.0);
+    if (getenv("TS_PROFILE"))
+        printf("forward_s: linear=%.3f attention=%.3f norm=%.3f other=%.3f (all steps)\n",
+               prof.seconds[SN_PROF_LINEAR], prof.seconds[SN_PROF_ATTENTION],
+               prof.seconds[SN_PROF_NORM], prof.seconds[SN_PROF_OTHER]);
     sn_trainer_free(t);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -48,8 +48,9 @@ static void usage(FILE *f)
 "      --progress MODE    auto, bar, plain or none (default auto: a bar on a terminal)\n"
 "  -h, --help             this help\n"
 "\n"
-"Not in this build yet: bf16 autocast, packed and shared-prefix batches (docs/train.md,\n"
-"'Not yet').\n");
+"Batches: train.batching padded, packed or shared_prefix; train.dtype bfloat16 for bf16\n"
+"matrix products with f32 master weights (docs/train.md). Not in this build yet: training on\n"
+"a CUDA device (docs/train.md, 'Not yet').\n");
 }
 
 static int parse_count(const char *opt, const char *s, int64_t *out)

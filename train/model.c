@@ -89,6 +89,7 @@ struct sn_model_params sn_model_default_params(void)
         .seed = 0,
         .init_std = 0.02,
         .init_noise = 0.0,
+        .autocast = SN_DTYPE_F32,
     };
     return p;
 }
@@ -145,6 +146,7 @@ void sn_model_release_forward_state(struct sn_model *m)
         sn_tensor_free(f->cos);
         sn_tensor_free(f->sin);
         sn_tensor_free(f->keep);
+        sn_tensor_free(f->spans);
         sn_free(f->ctx);
         sn_free(f);
     }
@@ -365,6 +367,7 @@ struct layer_ctx {
     const struct sn_tensor *cos, *sin; /* (B, T, Dh) */
     const struct sn_tensor *keep;      /* (B, T) BOOL: 1 = token */
     int64_t                 B, T;
+    const struct sn_tensor *spans;     /* packed rows (B, T, 3) I32, or NULL */
 };
 
 /* One decoder layer: in[0] = h (B, T, D) -> out[0] = h' (B, T, D). */
@@ -404,7 +407,12 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
     STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(qt, x->cos, x->sin, &qr, err), qr);
     STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(kt, x->cos, x->sin, &kr, err), kr);
     /* softmax(q kᵀ / sqrt(Dh) + causal + padding) v; GQA handled by the op (h -> h / n_rep) */
-    STEPC(SN_PROF_ATTENTION, sn_aten_attention(qr, kr, vt, x->keep, true, 0.0, 0.0, NULL, &att, err), att);
+    if (x->spans) /* packed rows: block-diagonal causal mask (+ shared prefix) */
+        STEPC(SN_PROF_ATTENTION, sn_aten_attention_spans(qr, kr, vt, x->spans, 0.0, &att, err),
+              att);
+    else
+        STEPC(SN_PROF_ATTENTION, sn_aten_attention(qr, kr, vt, x->keep, true, 0.0, 0.0, NULL,
+                                                   &att, err), att);
     STEPC(SN_PROF_OTHER, sn_aten_transpose(att, 1, 2, &att_t, err), att_t); /* (B, T, Hq, Dh) */
     STEP(sn_aten_reshape(att_t, s3, 3, &att2, err), att2);
     /* h1 = h + o_proj(att): the residual rides in the GEMM's accumulator */
@@ -436,10 +444,39 @@ fail:
 /* Host-side batch checks and derived arrays: positions (B*T), last token per row (B),
 ** ids as int64 (B*T), keep flags (B*T). */
 static int batch_prepare(const struct sn_model *m, const struct sn_model_batch *b,
-                         int64_t *pos, int64_t *last_flat, int64_t *ids64, uint8_t *keep,
-                         struct sn_err *err)
+                         const struct sn_model_packed *pk, int64_t *pos, int64_t *last_flat,
+                         int64_t *ids64, uint8_t *keep, struct sn_err *err)
 {
     int64_t V = m->cfg.vocab_size;
+    if (pk) {
+        /* packed rows: no padding; positions and read-out points given */
+        if (!pk->spans || !pk->pos || !pk->readout || b->mask)
+            return sn_err_set(err, SN_E_ARG, "packed batch: spans, pos and readout are needed "
+                              "and the mask must be NULL (packed rows carry no padding)");
+        int64_t BT = b->B * b->T;
+        for (int64_t i = 0; i < BT; i++) {
+            int32_t id = b->ids[i];
+            if (id < 0 || id >= V)
+                return sn_err_set(err, SN_E_ARG, "packed batch row %" PRId64 ", position %"
+                                  PRId64 ": token id %d outside the vocabulary [0, %" PRId64
+                                  ")", i / b->T, i % b->T, id, V);
+            if (pk->pos[i] < 0 || pk->pos[i] >= m->cfg.max_position_embeddings)
+                return sn_err_set(err, SN_E_ARG, "packed batch row %" PRId64 ", position %"
+                                  PRId64 ": RoPE position %d outside [0, %" PRId64 ") (a "
+                                  "sequence longer than the model's context)", i / b->T,
+                                  i % b->T, pk->pos[i], m->cfg.max_position_embeddings);
+            ids64[i] = id;
+            keep[i] = 1;
+            pos[i] = pk->pos[i];
+        }
+        for (int64_t r = 0; r < pk->n_readout; r++) {
+            if (pk->readout[r] < 0 || pk->readout[r] >= BT)
+                return sn_err_set(err, SN_E_ARG, "packed batch: read-out %" PRId64 " = %" PRId64
+                                  " outside [0, %" PRId64 ")", r, pk->readout[r], BT);
+            last_flat[r] = pk->readout[r];
+        }
+        return SN_OK;
+    }
     for (int64_t r = 0; r < b->B; r++) {
         int64_t n = 0, last = -1;
         for (int64_t t = 0; t < b->T; t++) {
@@ -476,6 +513,13 @@ static int batch_prepare(const struct sn_model *m, const struct sn_model_batch *
 int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
                      struct sn_tensor **rewards, struct sn_tensor **hidden, struct sn_err *err)
 {
+    return sn_model_forward_packed(m, b, NULL, rewards, hidden, err);
+}
+
+int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
+                            const struct sn_model_packed *pk, struct sn_tensor **rewards,
+                            struct sn_tensor **hidden, struct sn_err *err)
+{
     if (rewards)
         *rewards = NULL;
     if (hidden)
@@ -491,21 +535,35 @@ int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
     if (!sn_mul_ok((size_t)B, (size_t)T, &nbt) || nbt > ((size_t)1 << 40))
         return sn_err_set(err, SN_E_ARG, "forward: batch too large");
     BT = (int64_t)nbt;
+    /* rows read out: one per row, or the packed batch's read-out points */
+    int64_t n_out = pk ? pk->n_readout : B;
+    if (n_out < 1 || n_out > BT)
+        return sn_err_set(err, SN_E_ARG, "forward: %" PRId64 " read-out tokens for %" PRId64
+                          " tokens", n_out, BT);
     int64_t *pos = sn_malloc(nbt * sizeof *pos), *ids64 = sn_malloc(nbt * sizeof *ids64);
-    int64_t *last = sn_malloc((size_t)B * sizeof *last);
+    int64_t *last = sn_malloc((size_t)n_out * sizeof *last);
     uint8_t *keep = sn_malloc(nbt);
     struct scope sc = {0};
     struct sn_tensor *h = NULL;
     int rc = SN_OK;
+    enum sn_dtype prev_autocast = SN_DTYPE_F32;
+    bool autocast_on = false;
     if (!pos || !ids64 || !last || !keep) {
         rc = sn_err_set(err, SN_E_NOMEM, "forward: out of memory");
         goto fail;
     }
-    rc = batch_prepare(m, b, pos, last, ids64, keep, err);
+    if (m->p.autocast != SN_DTYPE_F32) {
+        prev_autocast = sn_aten_autocast_enter(m->p.autocast);
+        autocast_on = true;
+    }
+    rc = batch_prepare(m, b, pk, pos, last, ids64, keep, err);
     if (rc)
         goto fail;
-    int64_t s2[2] = {B, T}, sB[1] = {B}, sflat[2] = {BT, D};
-    struct sn_tensor *tid, *tpos, *tkeep, *cosv, *sinv, *tlast, *hf, *hl, *hn;
+    int64_t s2[2] = {B, T}, sB[1] = {n_out}, sflat[2] = {BT, D}, s3[3] = {B, T, 3};
+    struct sn_tensor *tid, *tpos, *tkeep, *cosv, *sinv, *tlast, *hf, *hl, *hn, *tspans = NULL;
+    if (pk)
+        STEP(sn_aten_from_host(pk->spans, SN_DTYPE_I32, s3, 3, SN_DTYPE_I32, m->p.device,
+                               &tspans, err), tspans);
     STEP(sn_aten_from_host(ids64, SN_DTYPE_I64, s2, 2, SN_DTYPE_I64, m->p.device, &tid, err),
          tid);
     STEP(sn_aten_from_host(pos, SN_DTYPE_I64, s2, 2, SN_DTYPE_I64, m->p.device, &tpos, err),
@@ -542,18 +600,20 @@ int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
             rc = sn_tensor_alias(sinv, &fs->sin, err);
         if (!rc)
             rc = sn_tensor_alias(tkeep, &fs->keep, err);
+        if (!rc && tspans)
+            rc = sn_tensor_alias(tspans, &fs->spans, err);
         fs->ctx = ctxs;
         fs->next = m->fwd;
         m->fwd = fs;
         if (rc)
             goto fail;
         for (int64_t i = 0; i < c->num_hidden_layers; i++) {
-            struct layer_ctx x = {m, i, fs->cos, fs->sin, fs->keep, B, T};
+            struct layer_ctx x = {m, i, fs->cos, fs->sin, fs->keep, B, T, fs->spans};
             ctxs[i] = x;
         }
     }
     for (int64_t i = 0; i < c->num_hidden_layers; i++) {
-        struct layer_ctx x = {m, i, cosv, sinv, tkeep, B, T};
+        struct layer_ctx x = {m, i, cosv, sinv, tkeep, B, T, tspans};
         struct sn_tensor *hn2 = NULL;
         if (ckpt) {
             /* every tensor the layer reads that requires grad: its LoRA factors, and in full
@@ -592,7 +652,11 @@ int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
         goto fail;
     if (rewards) {
         struct sn_tensor *r1 = NULL;
+        /* the head in f32 even under bf16 autocast: a reward rounded to 8 bits would quantise
+        ** the margins the loss sees (hidden x 1: nothing to gain from bf16) */
+        enum sn_dtype ac = sn_aten_autocast_enter(SN_DTYPE_F32);
         rc = sn_aten_linear(hn, m->head, NULL, &r1, err); /* (B, 1) */
+        sn_aten_autocast_exit(ac);
         if (!rc)
             rc = sn_aten_reshape(r1, sB, 1, rewards, err);
         sn_tensor_free(r1);
@@ -605,6 +669,8 @@ int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
         *hidden = hn;
     else
         sn_tensor_free(hn);
+    if (autocast_on)
+        sn_aten_autocast_exit(prev_autocast);
     scope_free(&sc);
     sn_tensor_free(h);
     sn_free(pos);
@@ -613,6 +679,8 @@ int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
     sn_free(keep);
     return SN_OK;
 fail:
+    if (autocast_on)
+        sn_aten_autocast_exit(prev_autocast);
     scope_free(&sc);
     sn_tensor_free(h);
     sn_free(pos);

@@ -78,6 +78,10 @@ struct sn_model_params {
     double           init_std;        /* std of the random matrices (HF: 0.02; 0 = 0.02) */
     double           init_noise;      /* > 0: biases ~ N(0, s), norm weights ~ N(1, s) instead
                                       ** of HF's 0 and 1 (tests: every parameter matters) */
+    enum sn_dtype    autocast;        /* BF16: the projections multiply in bf16
+                                      ** (sn_aten_autocast_enter) while weights, norms,
+                                      ** attention, the head and rewards stay in dtype (F32);
+                                      ** F32 = off */
 };
 /* F32, CPU, no checkpointing, seed 0, init_std 0.02, init_noise 0 */
 struct sn_model_params sn_model_default_params(void);
@@ -134,11 +138,28 @@ struct sn_model_batch {
     int64_t        B, T;
 };
 
+/* Packed rows (docs/train.md, "Packed and shared-prefix batches"): a row holds several
+** sequences. spans (B, T, 3) says which keys each token attends
+** (sn_aten_attention_spans: its own segment causally, plus an optional shared prefix), pos
+** (B, T) gives each token's RoPE position (restarting per sequence; checked against
+** max_position_embeddings), and the rewards are read at the n_readout flat token indices
+** readout[i] = row · T + t, in that order. The batch's mask must be NULL (no padding). */
+struct sn_model_packed {
+    const int32_t *spans;     /* (B, T, 3) */
+    const int32_t *pos;       /* (B, T) */
+    const int64_t *readout;   /* (n_readout) */
+    int64_t        n_readout;
+};
+
 /* Forward pass. *rewards (B) (NULL ok) needs a head; *hidden (B, hidden_size) (NULL ok) is the
 ** final-norm hidden state at each row's last real token. Both are new handles, differentiable
 ** (w.r.t. head and LoRA parameters) when grad mode is on. */
 int  sn_model_forward(struct sn_model *m, const struct sn_model_batch *batch,
                       struct sn_tensor **rewards, struct sn_tensor **hidden, struct sn_err *err);
+/* The same over packed rows: *rewards (n_readout), *hidden (n_readout, hidden_size). */
+int  sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *batch,
+                             const struct sn_model_packed *packed, struct sn_tensor **rewards,
+                             struct sn_tensor **hidden, struct sn_err *err);
 /* With gradient checkpointing, each grad-mode forward keeps its (small) recompute context in
 ** the model until the backward has run: call this after backward (the trainer does it once per
 ** optimizer step). Forwards without checkpointing keep nothing. */
@@ -242,6 +263,17 @@ double sn_lr_at(const struct sn_lr_schedule *s, int64_t step);
 
 enum sn_train_mode { SN_TRAIN_MODE_DEFAULT, SN_TRAIN_FULL, SN_TRAIN_LORA };
 
+/* How a micro-batch's sequences become rows (docs/train.md, "Packed and shared-prefix
+** batches"). All three give the same rewards and gradients up to rounding
+** (tests/test_train_packing.c). */
+enum sn_batching {
+    SN_BATCH_PADDED,        /* one sequence per row, right-padded to the longest */
+    SN_BATCH_PACKED,        /* every sequence in one row, block-diagonal causal mask */
+    SN_BATCH_SHARED_PREFIX, /* packed, and a tuple's common prefix encoded once */
+    SN_BATCH_COUNT
+};
+const char *sn_batching_name(enum sn_batching b); /* "padded", "packed", "shared_prefix" */
+
 /* Every setting of the recipe's `train` section (docs/train.md lists keys and defaults). */
 struct sn_train_params {
     const char *base;            /* HF model directory, "tiny" or "small" (seeded init) */
@@ -259,7 +291,8 @@ struct sn_train_params {
     double   alpha;              /* weight of the alignment loss */
     double   center_rewards;     /* TRL center_rewards_coefficient: + c·mean((r_ch + r_rej)²) */
     uint64_t seed;
-    enum sn_dtype dtype;         /* compute dtype: F32 (default) or F64 */
+    enum sn_dtype dtype;         /* F32 (default), F64, or BF16: bf16 GEMMs with f32 master
+                                 ** weights, optimizer state and loss (docs/train.md) */
     bool     grad_checkpoint;
     int      threads;            /* intra-op threads; 0 = libtorch's default */
     int64_t  eval_every;         /* steps; 0 = only at the end */
@@ -271,6 +304,9 @@ struct sn_train_params {
     bool     best_greater;       /* higher is better (true, false for eval_loss) */
     const char *tokenizer;       /* tokenizer.json (copied next to seeded base and checkpoints) */
     const char *init_adapter;    /* continue from this adapter (lora mode) */
+    enum sn_batching batching;   /* rows of a micro-batch (padded) */
+    bool     length_bucketing;   /* sort each step's tuples by length before splitting it
+                                 ** into micro-batches (same step gradient, less padding) */
     int      progress_mode;      /* sn_progress force_mode: 0 auto, 2 plain, 3 silent */
     /* Called after every optimizer step, before its evaluation and checkpoint; NULL = none. */
     void   (*on_step)(void *user, int64_t step);

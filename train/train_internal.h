@@ -15,6 +15,7 @@ struct sn_model_layer {
 struct layer_ctx;
 struct sn_fwd_state {
     struct sn_tensor    *cos, *sin, *keep; /* RoPE tables (B, T, Dh), mask (B, T) */
+    struct sn_tensor    *spans;            /* packed rows (B, T, 3) or NULL */
     struct layer_ctx    *ctx;              /* one per layer */
     struct sn_fwd_state *next;
 };

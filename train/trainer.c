@@ -117,9 +117,18 @@ static const char *const train_keys[] = {
     "schedule", "warmup_steps", "warmup_ratio", "min_lr_ratio", "epochs", "max_steps",
     "micro_batch", "grad_accum", "max_grad_norm", "alpha", "center_rewards", "seed", "dtype",
     "grad_checkpoint", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
-    "log_every", "best_metric", "tokenizer", "init_adapter", "shards", "out", NULL};
+    "log_every", "best_metric", "tokenizer", "init_adapter", "shards", "out", "batching",
+    "length_bucketing", NULL};
 static const char *const lora_keys[] = {"r", "alpha", "dropout", "target_modules", NULL};
 static const char *const sched_names[SN_LR_KIND_COUNT] = {"constant", "linear", "cosine"};
+static const char *const batching_names[] = {"padded", "packed", "shared_prefix"};
+_Static_assert(sizeof batching_names / sizeof batching_names[0] == SN_BATCH_COUNT,
+               "batching names out of sync");
+
+const char *sn_batching_name(enum sn_batching b)
+{
+    return (unsigned)b < SN_BATCH_COUNT ? batching_names[b] : "?";
+}
 
 static int get_pos(const cJSON *sec, const char *key, int64_t min, int64_t *v,
                    struct sn_err *err)
@@ -143,6 +152,7 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
     if (rc)
         return rc;
     const char *mode = NULL, *sched = sched_names[p->sched.kind], *dtype = NULL;
+    const char *batching = batching_names[p->batching];
     int64_t seed = (int64_t)p->seed, threads = p->threads;
     if ((rc = sn_json_get_string(sec, "train", "base", p->base, &p->base, err)) ||
         (rc = sn_json_get_string(sec, "train", "mode", NULL, &mode, err)) ||
@@ -187,8 +197,27 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
                                  err)) ||
         (rc = sn_json_get_string(sec, "train", "tokenizer", p->tokenizer, &p->tokenizer, err)) ||
         (rc = sn_json_get_string(sec, "train", "init_adapter", p->init_adapter,
-                                 &p->init_adapter, err)))
+                                 &p->init_adapter, err)) ||
+        (rc = sn_json_get_string(sec, "train", "batching", batching, &batching, err)) ||
+        (rc = sn_json_get_bool(sec, "train", "length_bucketing", p->length_bucketing,
+                               &p->length_bucketing, err)))
         return rc;
+    {
+        int b, best = 0;
+        size_t best_d = (size_t)-1;
+        for (b = 0; b < SN_BATCH_COUNT && strcmp(batching, batching_names[b]); b++) {
+            size_t d = sn_edit_distance(batching, batching_names[b]);
+            if (d < best_d) {
+                best_d = d;
+                best = b;
+            }
+        }
+        if (b == SN_BATCH_COUNT)
+            return sn_err_set(err, SN_E_ARG, "recipe: train.batching = \"%s\" (did you mean "
+                              "\"%s\"? expected padded, packed or shared_prefix)", batching,
+                              batching_names[best]);
+        p->batching = (enum sn_batching)b;
+    }
     p->seed = (uint64_t)seed;
     p->threads = (int)threads;
     if (mode) {
@@ -213,11 +242,10 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
         else if (!strcmp(dtype, "float64") || !strcmp(dtype, "f64"))
             p->dtype = SN_DTYPE_F64;
         else if (!strcmp(dtype, "bfloat16") || !strcmp(dtype, "bf16"))
-            return sn_err_set(err, SN_E_UNSUPPORTED, "recipe: train.dtype = \"%s\": bf16 "
-                              "autocast is not in this build yet (use float32)", dtype);
+            p->dtype = SN_DTYPE_BF16;
         else
-            return sn_err_set(err, SN_E_ARG, "recipe: train.dtype = \"%s\" (expected float32 "
-                              "or float64)", dtype);
+            return sn_err_set(err, SN_E_ARG, "recipe: train.dtype = \"%s\" (expected float32, "
+                              "bfloat16 or float64)", dtype);
     }
     if (!(p->sched.min_ratio >= 0.0 && p->sched.min_ratio <= 1.0))
         return sn_err_set(err, SN_E_ARG, "recipe: train.min_lr_ratio = %g (expected 0..1)",
@@ -353,18 +381,87 @@ static int tset_open(struct tset *s, const struct sn_manifest *man, enum sn_spli
     return SN_OK;
 }
 
-/* One forward's rows: [chosen × b; rejected × b; reference × k] right-padded to T. */
+/* One forward's sequences [chosen × b; rejected × b; reference × k]: padded, one per row,
+** right-padded to T; or packed (B = 1, T = the tokens of the micro-batch; docs/train.md,
+** "Packed and shared-prefix batches"), the rewards read out in the same order. */
 struct rows {
     int32_t *ids, *mask;
     size_t   cap;
     int64_t  b, k, T;
     bool     has_ref[4096];
     int64_t  ref_of[4096];   /* row of the j-th reference -> its tuple */
-    int64_t  tokens;
+    int64_t  tokens;         /* tokens the forward processes (padding excluded) */
+    bool     packed;
+    int32_t *pids, *spans, *pos; /* packed: (T) ids, (T, 3) attention spans, (T) positions */
+    size_t   pcap;
+    int64_t  readout[3 * 4096]; /* packed: token of each sequence's reward */
 };
 
+/* Grows the packed arrays to T tokens. */
+static int rows_reserve_packed(struct rows *R, size_t T, struct sn_err *err)
+{
+    if (T <= R->pcap)
+        return SN_OK;
+    int32_t *s = sn_realloc(R->spans, 3 * T * sizeof *s);
+    if (s)
+        R->spans = s;
+    int32_t *p = s ? sn_realloc(R->pos, T * sizeof *p) : NULL;
+    if (p)
+        R->pos = p;
+    int32_t *i = p ? sn_realloc(R->pids, T * sizeof *i) : NULL;
+    if (i)
+        R->pids = i;
+    if (!s || !p || !i)
+        return sn_err_set(err, SN_E_NOMEM, "batch: out of memory");
+    R->pcap = T;
+    return SN_OK;
+}
+
+/* Appends len tokens as one segment at R->T: positions p0.., attending causally to themselves
+** and to the prefix [lo, hi) (none when lo == hi). Returns the segment's last token. */
+static int64_t rows_put(struct rows *R, const int32_t *ids, size_t len, int32_t p0, int64_t lo,
+                        int64_t hi)
+{
+    int64_t o = R->T;
+    for (size_t j = 0; j < len; j++) {
+        int64_t t = o + (int64_t)j;
+        R->pids[t] = ids[j];
+        R->pos[t] = p0 + (int32_t)j;
+        R->spans[3 * t] = (int32_t)o;
+        R->spans[3 * t + 1] = (int32_t)lo;
+        R->spans[3 * t + 2] = (int32_t)hi;
+    }
+    R->T = o + (int64_t)len;
+    return R->T - 1;
+}
+
+/* Shared-prefix scoring: the longest common token prefix of a tuple's scored sequences (the
+** template may keep different amounts of history per field, so this, not the context text,
+** is what is shared), kept one token short of the shortest so every sequence keeps a token
+** of its own to read its reward at. */
+static size_t shared_prefix(const struct sn_tuple_view *v, bool with_ref)
+{
+    int nf = with_ref ? 3 : 2;
+    size_t n = v->n_ids[SN_FIELD_CHOSEN];
+    for (int f = 1; f < nf; f++)
+        if (v->n_ids[SN_FIELD_CHOSEN + f] < n)
+            n = v->n_ids[SN_FIELD_CHOSEN + f];
+    size_t p = 0;
+    while (p + 1 < n) {
+        int32_t x = v->ids[SN_FIELD_CHOSEN][p];
+        int f;
+        for (f = 1; f < nf && v->ids[SN_FIELD_CHOSEN + f][p] == x; f++)
+            ;
+        if (f < nf)
+            break;
+        p++;
+    }
+    return p;
+}
+
 static int rows_build(struct rows *R, struct tset *s, const size_t *tuples, int64_t b,
-                      bool with_ref, int64_t max_pos, struct sn_err *err)
+                      bool with_ref, int64_t max_pos, enum sn_batching mode,
+                      struct sn_err *err)
 {
     struct sn_tuple_view v[4096];
     if (b > 4096)
@@ -396,6 +493,49 @@ static int rows_build(struct rows *R, struct tset *s, const size_t *tuples, int6
         if (R->has_ref[i])
             R->ref_of[k++] = i;
     }
+    R->b = b;
+    R->k = k;
+    R->packed = mode != SN_BATCH_PADDED;
+    if (R->packed) {
+        size_t total = 0;
+        for (int64_t i = 0; i < b; i++)
+            total += v[i].n_ids[SN_FIELD_CHOSEN] + v[i].n_ids[SN_FIELD_REJECTED] +
+                     (R->has_ref[i] ? v[i].n_ids[SN_FIELD_REFERENCE] : 0);
+        if (total > INT32_MAX)
+            return sn_err_set(err, SN_E_ARG, "micro-batch of %zu tokens (at most 2^31)", total);
+        int rc = rows_reserve_packed(R, total, err);
+        if (rc)
+            return rc;
+        R->T = 0;
+        if (mode == SN_BATCH_PACKED) {
+            for (int64_t r = 0; r < 2 * b + k; r++) {
+                int64_t i = r < b ? r : r < 2 * b ? r - b : R->ref_of[r - 2 * b];
+                int f = r < b ? SN_FIELD_CHOSEN : r < 2 * b ? SN_FIELD_REJECTED
+                                                          : SN_FIELD_REFERENCE;
+                R->readout[r] = rows_put(R, v[i].ids[f], v[i].n_ids[f], 0, 0, 0);
+            }
+        } else {
+            /* per tuple: [common prefix | chosen rest | rejected rest | reference rest] */
+            int64_t j = 0;
+            for (int64_t i = 0; i < b; i++) {
+                size_t p = shared_prefix(&v[i], R->has_ref[i]);
+                int64_t lo = R->T;
+                if (p)
+                    rows_put(R, v[i].ids[SN_FIELD_CHOSEN], p, 0, 0, 0);
+                int64_t hi = R->T;
+                for (int f = SN_FIELD_CHOSEN; f <= SN_FIELD_REFERENCE; f++) {
+                    if (f == SN_FIELD_REFERENCE && !R->has_ref[i])
+                        continue;
+                    int64_t r = f == SN_FIELD_CHOSEN ? i : f == SN_FIELD_REJECTED ? b + i
+                                                                               : 2 * b + j++;
+                    R->readout[r] = rows_put(R, v[i].ids[f] + p, v[i].n_ids[f] - p,
+                                             (int32_t)p, lo, hi);
+                }
+            }
+        }
+        R->tokens = R->T;
+        return SN_OK;
+    }
     int64_t rows = 2 * b + k;
     size_t need = (size_t)rows * (size_t)T;
     if (need > R->cap) {
@@ -420,8 +560,6 @@ static int rows_build(struct rows *R, struct tset *s, const size_t *tuples, int6
             R->mask[r * T + (int64_t)j] = 1;
         R->tokens += (int64_t)len;
     }
-    R->b = b;
-    R->k = k;
     R->T = T;
     return SN_OK;
 }
@@ -489,6 +627,9 @@ void sn_trainer_free(struct sn_trainer *t)
     sn_free(t->perm);
     sn_free(t->rows.ids);
     sn_free(t->rows.mask);
+    sn_free(t->rows.spans);
+    sn_free(t->rows.pids);
+    sn_free(t->rows.pos);
     sn_free(t->out);
     sn_free(t->shards);
     sn_free(t->tokenizer);
@@ -613,6 +754,11 @@ static cJSON *make_settings(const struct sn_trainer *t, const char *shards_hash)
     cJSON_AddStringToObject(s, "shards_sha256", shards_hash);
     cJSON_AddStringToObject(s, "tokenizer_hash", t->tok_hash);
     cJSON_AddNumberToObject(s, "world_size", t->world);
+    /* recorded when not the default, so runs from before these settings still resume */
+    if (p->batching != SN_BATCH_PADDED)
+        cJSON_AddStringToObject(s, "batching", batching_names[p->batching]);
+    if (p->length_bucketing)
+        cJSON_AddBoolToObject(s, "length_bucketing", true);
     return s;
 }
 
@@ -1048,7 +1194,10 @@ static int set_pad_from_tokenizer(struct sn_model *m, const char *tokenizer_path
 static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err *err)
 {
     struct sn_model_params mp = sn_model_default_params();
-    mp.dtype = t->p.dtype;
+    /* bf16: f32 master weights (and so f32 gradients, optimizer state and checkpoints),
+    ** bf16 GEMMs in the forward and backward */
+    mp.dtype = t->p.dtype == SN_DTYPE_BF16 ? SN_DTYPE_F32 : t->p.dtype;
+    mp.autocast = t->p.dtype == SN_DTYPE_BF16 ? SN_DTYPE_BF16 : SN_DTYPE_F32;
     mp.seed = t->p.seed;
     mp.grad_checkpoint = t->p.grad_checkpoint;
     bool seeded = !strcmp(t->p.base, "tiny") || !strcmp(t->p.base, "small");
@@ -1420,9 +1569,15 @@ static int host_stats(const double *ch, const double *rej, const double *ref, co
     return SN_OK;
 }
 
+/* Rewards (2b + k) of the built rows, in the order [chosen; rejected; reference]. */
 static int forward_rows(struct sn_trainer *t, struct sn_tensor **r, struct sn_err *err)
 {
     struct rows *R = &t->rows;
+    if (R->packed) {
+        struct sn_model_batch b = {R->pids, NULL, 1, R->T};
+        struct sn_model_packed pk = {R->spans, R->pos, R->readout, 2 * R->b + R->k};
+        return sn_model_forward_packed(t->m, &b, &pk, r, NULL, err);
+    }
     struct sn_model_batch b = {R->ids, R->mask, 2 * R->b + R->k, R->T};
     return sn_model_forward(t->m, &b, r, NULL, err);
 }
@@ -1551,6 +1706,42 @@ static int reduce_grads(struct sn_trainer *t, struct sn_err *err)
     return rc ? sn_err_wrap(err, "all-reduce of the gradients") : SN_OK;
 }
 
+/* Length bucketing: this rank's tuples of the step, longest first (stable), so each
+** micro-batch holds similar lengths. The step's gradient does not depend on how its tuples
+** are split into micro-batches (every tuple has the same weight), only the padding does. */
+static int sort_by_length(struct sn_trainer *t, size_t *tu, int64_t n, bool with_ref,
+                          struct sn_err *err)
+{
+    struct tset *s = &t->data[SN_SPLIT_TRAIN];
+    size_t *len = sn_malloc((size_t)n * sizeof *len);
+    if (!len)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        struct sn_tuple_view v;
+        int rc = sn_shard_reader_get(s->r[s->shard[tu[i]]], s->local[tu[i]], &v, err);
+        if (rc) {
+            sn_free(len);
+            return sn_err_wrap(err, "%s#%u", s->name[s->shard[tu[i]]], s->local[tu[i]]);
+        }
+        size_t m = v.n_ids[SN_FIELD_CHOSEN];
+        if (v.n_ids[SN_FIELD_REJECTED] > m)
+            m = v.n_ids[SN_FIELD_REJECTED];
+        if (with_ref && v.n_ids[SN_FIELD_REFERENCE] > m)
+            m = v.n_ids[SN_FIELD_REFERENCE];
+        len[i] = m;
+    }
+    for (int64_t i = 1; i < n; i++) /* insertion sort: stable, n is a step's tuples */
+        for (int64_t j = i; j > 0 && len[j - 1] < len[j]; j--) {
+            size_t a = len[j], b = tu[j];
+            len[j] = len[j - 1];
+            tu[j] = tu[j - 1];
+            len[j - 1] = a;
+            tu[j - 1] = b;
+        }
+    sn_free(len);
+    return SN_OK;
+}
+
 int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struct sn_err *err)
 {
     /* G tuples per step over all ranks; this rank takes the contiguous chunk
@@ -1577,6 +1768,8 @@ int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struc
     int64_t n_ref = 0;
     for (int64_t k = 0; k < G / mb && !rc; k++)
         rc = step_tuples(t, t->step, k, tu + k * mb, err);
+    if (!rc && t->p.length_bucketing)
+        rc = sort_by_length(t, tu + off, L, with_ref, err);
     for (int64_t i = 0; i < G && !rc && with_ref; i++) {
         struct tset *s = &t->data[SN_SPLIT_TRAIN];
         struct sn_tuple_view v;
@@ -1590,7 +1783,7 @@ int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struc
         int64_t at = off + k * mb; /* this micro-batch's first slot in the step */
         double w0 = sn_now();
         rc = rows_build(&t->rows, &t->data[SN_SPLIT_TRAIN], tu + at, mb, with_ref, max_pos,
-                        err);
+                        t->p.batching, err);
         wait += sn_now() - w0;
         if (rc)
             break;
@@ -1698,11 +1891,16 @@ int sn_trainer_evaluate(struct sn_trainer *t, int split, struct sn_train_stats *
         int64_t b = (int64_t)(n - i0 < (size_t)eb ? n - i0 : (size_t)eb);
         for (int64_t i = 0; i < b; i++)
             tu[i] = i0 + (size_t)i;
-        rc = rows_build(&t->rows, s, tu, b, with_ref, max_pos, err);
+        rc = rows_build(&t->rows, s, tu, b, with_ref, max_pos, t->p.batching, err);
         if (rc)
             break;
-        struct sn_model_batch bt = {t->rows.ids, t->rows.mask, 2 * b + t->rows.k, t->rows.T};
-        rc = sn_model_forward_host(t->m, &bt, rb, NULL, err);
+        bool g = sn_aten_no_grad_enter();
+        struct sn_tensor *r = NULL;
+        rc = forward_rows(t, &r, err);
+        if (!rc)
+            rc = sn_aten_to_host(r, rb, SN_DTYPE_F32, (size_t)(2 * b + t->rows.k), err);
+        sn_tensor_free(r);
+        sn_aten_no_grad_exit(g);
         for (int64_t i = 0; !rc && i < b; i++) {
             ch[i0 + i] = rb[i];
             rej[i0 + i] = rb[b + i];
