@@ -567,7 +567,13 @@ static int run_stage(struct run *r, int s)
             arg(&b, "--adapter");
             arg(&b, ckpt);
         }
-        const cJSON *ml = bu ? cJSON_GetObjectItemCaseSensitive(bu, "max_len") : NULL;
+        /* export.max_len: the detector's sequence limit when it must exceed the training
+        ** length (held-out debates whose question alone is longer than build.max_len, which
+        ** the build skips but eval must score); else build.max_len */
+        const cJSON *ex = section(r, "export");
+        const cJSON *ml = ex ? cJSON_GetObjectItemCaseSensitive(ex, "max_len") : NULL;
+        if (!cJSON_IsNumber(ml))
+            ml = bu ? cJSON_GetObjectItemCaseSensitive(bu, "max_len") : NULL;
         if (cJSON_IsNumber(ml)) {
             snprintf(num[0], sizeof num[0], "%d", ml->valueint);
             arg(&b, "--max-len");
