@@ -1,5 +1,8 @@
 /* cli/cmd_run.c: `sentinel run RECIPE` (docs/design.md §1, docs/run.md): simulate -> build ->
-** train -> export -> eval as stages of one output directory. Each stage runs as a child
+** train -> export -> eval as stages of one output directory. A recipe with an `import` section
+** instead of `simulate` starts from published debate logs (`sentinel import`, one trajectory file
+** per named set) and its eval stage replays the sets named in `eval.sets` (docs/run.md,
+** "Imported debates"). Each stage runs as a child
 ** `sentinel <stage> ...` (the same executable, so train reaches sentinel-torch through the
 ** usual hand-over) with the recipe and the --set overrides. A stage's key is the SHA-256 of its
 ** recipe section(s) after the overrides and of the key of the stage before it; OUT/run.json
@@ -31,14 +34,18 @@ static void usage(FILE *f)
 "usage: sentinel run RECIPE [-o OUT] [--from STAGE] [--to STAGE] [--force] [--set K=V]...\n"
 "\n"
 "Runs the whole pipeline of a recipe in one output directory (the recipe's out_dir, or -o):\n"
-"  simulate  OUT/trajectories/   debates of the `simulate` section\n"
+"  simulate  OUT/trajectories/   debates of the `simulate` section, or\n"
+"  import    OUT/trajectories/   (a recipe with an `import` section instead) `sentinel import`\n"
+"                                of each of import.sets to <name>.jsonl.gz\n"
 "  build     OUT/shards/         tuples (tokenizer: build.tokenizer, else the demo tokenizer\n"
 "                                written to OUT/tokenizer.json)\n"
 "  train     OUT/train/          the `train` section (docs/train.md)\n"
 "  export    OUT/detector.gguf   the best checkpoint (full mode) or its adapter on the base\n"
 "  eval      OUT/eval/           fresh debates of the `eval` section (its `dataset` and\n"
 "                                `experiments` replace simulate's), replayed with the baselines\n"
-"                                and the detector: report.txt, report.json, items.csv\n"
+"                                and the detector: report.txt, report.json, items.csv, and\n"
+"                                the defended debates (arms/); after an import, the imported\n"
+"                                sets named in eval.sets are replayed instead\n"
 "Each stage is skipped when OUT/run.json records it done from the same settings (SHA-256 of\n"
 "its recipe section(s) and of the stage before it), re-run from scratch when they changed\n"
 "(and every stage after it), and resumed after a kill. The run ends with a summary.\n"
@@ -52,7 +59,11 @@ static void usage(FILE *f)
 "  -h, --help           this help\n"
 "\n"
 "Recipe keys of the `eval` section: dataset, experiments (as in simulate), k, baselines,\n"
-"bootstrap, seed (docs/run.md).\n"
+"bootstrap, seed, defended, defended_limit, gen_tokens_per_s; with an import: sets, k,\n"
+"baselines, bootstrap, seed, allow_overlap\n"
+"(docs/run.md).\n"
+"Section `import`: format (collab-attack, chatlog), answers, skip_unsupported, skip_bad,\n"
+"sets (list of {name, paths, group_model, adv_model}).\n"
 "Exit status: 0 ok, 1 a stage failed (re-run to resume), 2 usage or recipe error.\n");
 }
 
@@ -163,7 +174,14 @@ struct run {
         p_report_json[PATH_MAX + 48], p_items[PATH_MAX + 48], p_arms[PATH_MAX + 48];
     const char *tokenizer; /* build.tokenizer or p_tok */
     bool detector_in_eval; /* eval accepted --detector */
+    bool import;           /* stage 0 is `import` (the recipe has an import section) */
 };
+
+/* Stage 0 is `simulate`, or `import` for a recipe that starts from published debate logs. */
+static const char *stage_name(const struct run *r, int s)
+{
+    return s == ST_SIMULATE && r->import ? "import" : stage_names[s];
+}
 
 static const cJSON *section(const struct run *r, const char *name)
 {
@@ -174,12 +192,12 @@ static void stage_key(struct run *r, int s)
 {
     struct sn_sha256 h;
     sn_sha256_init(&h);
-    sn_sha256_update(&h, stage_names[s], strlen(stage_names[s]) + 1);
+    sn_sha256_update(&h, stage_name(r, s), strlen(stage_name(r, s)) + 1);
     if (s > 0)
         sn_sha256_update(&h, r->key[s - 1], 64);
-    const char *names[3] = {stage_names[s], NULL, NULL};
-    if (s == ST_EVAL)
-        names[1] = "simulate"; /* the eval debates use simulate's endpoints and defaults */
+    const char *names[3] = {stage_name(r, s), NULL, NULL};
+    if (s == ST_EVAL) /* the eval debates use simulate's endpoints and defaults, or the sets */
+        names[1] = r->import ? "import" : "simulate";
     if (s == ST_BUILD && !r->tokenizer[0])
         names[1] = NULL;
     for (int i = 0; names[i]; i++) {
@@ -202,7 +220,7 @@ static void stage_key(struct run *r, int s)
 static cJSON *stage_state(struct run *r, int s)
 {
     cJSON *st = cJSON_GetObjectItemCaseSensitive(r->state, "stages");
-    return st ? cJSON_GetObjectItemCaseSensitive(st, stage_names[s]) : NULL;
+    return st ? cJSON_GetObjectItemCaseSensitive(st, stage_name(r, s)) : NULL;
 }
 
 static int save_state(struct run *r, int s, const char *state)
@@ -217,10 +235,10 @@ static int save_state(struct run *r, int s, const char *state)
     }
     cJSON_AddStringToObject(o, "key", r->key[s]);
     cJSON_AddStringToObject(o, "state", state);
-    if (cJSON_GetObjectItemCaseSensitive(st, stage_names[s]))
-        cJSON_ReplaceItemInObjectCaseSensitive(st, stage_names[s], o);
+    if (cJSON_GetObjectItemCaseSensitive(st, stage_name(r, s)))
+        cJSON_ReplaceItemInObjectCaseSensitive(st, stage_name(r, s), o);
     else
-        cJSON_AddItemToObject(st, stage_names[s], o);
+        cJSON_AddItemToObject(st, stage_name(r, s), o);
     struct sn_err err = {0};
     if (sn_json_save(r->state_path, r->state, &err))
         return sn_cli_fail("run", &err);
@@ -321,6 +339,168 @@ static int write_eval_recipe(struct run *r)
     return rc ? sn_cli_fail("run", &err) : SN_EXIT_OK;
 }
 
+/* ---- imported debates (docs/run.md, "Imported debates") ------------------------------------ */
+
+static const char *const import_keys[] = {"format", "answers", "skip_unsupported", "skip_bad",
+                                          "sets", NULL};
+static const char *const import_set_keys[] = {"name", "paths", "group_model", "adv_model", NULL};
+static const char *const eval_import_keys[] = {"sets", "k", "bootstrap", "seed", "baselines",
+                                               "allow_overlap", NULL};
+
+/* A set's name becomes a file name in OUT/trajectories: [A-Za-z0-9_-], 1 to 64 bytes. */
+static bool set_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (!n || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static const cJSON *find_set(const cJSON *sets, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, sets) {
+        const char *n = str_key(e, "name");
+        if (n && !strcmp(n, name))
+            return e;
+    }
+    return NULL;
+}
+
+/* Checks the `import` section and `eval.sets` before any stage runs, so that a typo is
+** reported at once and not after an hour of training. Prints the reason and returns
+** SN_EXIT_USAGE, or returns 0. */
+static int check_import(const struct run *r)
+{
+    const cJSON *im = section(r, "import"), *ev = section(r, "eval");
+    struct sn_err err = {0};
+    if (section(r, "simulate"))
+        return sn_cli_usage_error("run", "recipe: `import` and `simulate` are exclusive (the "
+                                  "first stage either imports debate logs or simulates them)");
+    if (sn_recipe_check_keys(im, "import", import_keys, &err)) {
+        sn_cli_fail("run", &err);
+        return SN_EXIT_USAGE;
+    }
+    const char *fmt = str_key(im, "format"), *ans = str_key(im, "answers");
+    if (!fmt || (strcmp(fmt, "collab-attack") && strcmp(fmt, "chatlog")))
+        return sn_cli_usage_error("run", "recipe: import.format must be \"collab-attack\" or "
+                                  "\"chatlog\"");
+    if (cJSON_GetObjectItemCaseSensitive(im, "answers") &&
+        (!ans || (strcmp(ans, "source") && strcmp(ans, "sentinel"))))
+        return sn_cli_usage_error("run", "recipe: import.answers must be \"source\" or "
+                                  "\"sentinel\"");
+    static const char *const flags[] = {"skip_unsupported", "skip_bad"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(im, flags[i]);
+        if (v && !cJSON_IsBool(v))
+            return sn_cli_usage_error("run", "recipe: import.%s must be true or false", flags[i]);
+    }
+    const cJSON *sets = cJSON_GetObjectItemCaseSensitive(im, "sets"), *e;
+    if (!cJSON_IsArray(sets) || !cJSON_GetArraySize(sets))
+        return sn_cli_usage_error("run", "recipe: import.sets must be a non-empty list of "
+                                  "{\"name\", \"paths\"}");
+    int i = 0;
+    cJSON_ArrayForEach(e, sets) {
+        char where[48];
+        snprintf(where, sizeof where, "import.sets[%d]", i);
+        if (sn_recipe_check_keys(e, where, import_set_keys, &err)) {
+            sn_cli_fail("run", &err);
+            return SN_EXIT_USAGE;
+        }
+        const char *name = str_key(e, "name");
+        if (!name || !set_name_ok(name))
+            return sn_cli_usage_error("run", "recipe: %s.name must be 1 to 64 letters, digits, "
+                                      "'_' or '-' (it names OUT/trajectories/<name>.jsonl.gz)",
+                                      where);
+        if (find_set(sets, name) != e)
+            return sn_cli_usage_error("run", "recipe: import.sets: the name '%s' is used twice",
+                                      name);
+        const cJSON *paths = cJSON_GetObjectItemCaseSensitive(e, "paths"), *p;
+        if (!cJSON_IsArray(paths) || !cJSON_GetArraySize(paths) || cJSON_GetArraySize(paths) > 64)
+            return sn_cli_usage_error("run", "recipe: %s.paths must be a list of 1 to 64 paths",
+                                      where);
+        cJSON_ArrayForEach(p, paths) {
+            if (!cJSON_IsString(p) || !p->valuestring[0])
+                return sn_cli_usage_error("run", "recipe: %s.paths: every entry must be a "
+                                          "non-empty string", where);
+        }
+        static const char *const models[] = {"group_model", "adv_model"};
+        for (int k = 0; k < 2; k++)
+            if (cJSON_GetObjectItemCaseSensitive(e, models[k]) && !str_key(e, models[k]))
+                return sn_cli_usage_error("run", "recipe: %s.%s must be a string", where,
+                                          models[k]);
+        i++;
+    }
+    if (sn_recipe_check_keys(ev, "eval", eval_import_keys, &err)) {
+        sn_cli_fail("run", &err);
+        return SN_EXIT_USAGE;
+    }
+    const cJSON *es = ev ? cJSON_GetObjectItemCaseSensitive(ev, "sets") : NULL;
+    if (!cJSON_IsArray(es) || !cJSON_GetArraySize(es))
+        return sn_cli_usage_error("run", "recipe: eval.sets must list the import sets to "
+                                  "evaluate on (debates held out of training by build.split_by "
+                                  "and build.test; docs/run.md)");
+    cJSON_ArrayForEach(e, es) {
+        if (!cJSON_IsString(e) || !find_set(sets, e->valuestring))
+            return sn_cli_usage_error("run", "recipe: eval.sets: '%s' is not the name of an "
+                                      "import set", cJSON_IsString(e) ? e->valuestring : "?");
+    }
+    return 0;
+}
+
+/* The import stage: one `sentinel import FORMAT ... -o OUT/trajectories/<name>.jsonl.gz PATHS`
+** per set (the importer writes atomically, so a re-run after a kill simply imports again). */
+static int run_import(struct run *r)
+{
+    const cJSON *im = section(r, "import");
+    const cJSON *sets = cJSON_GetObjectItemCaseSensitive(im, "sets"), *e;
+    struct sn_err err = {0};
+    if (sn_mkdirs(r->p_traj, &err))
+        return sn_cli_fail("run", &err);
+    cJSON_ArrayForEach(e, sets) {
+        struct argv_b b = {.n = 0};
+        char out[PATH_MAX + 128];
+        snprintf(out, sizeof out, "%s/%s.jsonl.gz", r->p_traj, str_key(e, "name"));
+        arg(&b, r->self);
+        arg(&b, "import");
+        arg(&b, str_key(im, "format"));
+        if (str_key(im, "answers")) {
+            arg(&b, "--answers");
+            arg(&b, str_key(im, "answers"));
+        }
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(im, "skip_unsupported")))
+            arg(&b, "--skip-unsupported");
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(im, "skip_bad")))
+            arg(&b, "--skip-bad");
+        if (str_key(e, "group_model")) {
+            arg(&b, "--group-model");
+            arg(&b, str_key(e, "group_model"));
+        }
+        if (str_key(e, "adv_model")) {
+            arg(&b, "--adv-model");
+            arg(&b, str_key(e, "adv_model"));
+        }
+        arg(&b, "--progress");
+        arg(&b, "plain");
+        arg(&b, "-o");
+        arg(&b, out);
+        const cJSON *p;
+        cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(e, "paths"))
+            arg(&b, p->valuestring);
+        printf("sentinel run: import set %s -> %s\n", str_key(e, "name"), out);
+        int rc = spawn(b.a, NULL);
+        if (rc)
+            return rc;
+    }
+    return SN_EXIT_OK;
+}
+
 static int run_stage(struct run *r, int s)
 {
     struct argv_b b = {.n = 0};
@@ -329,6 +509,8 @@ static int run_stage(struct run *r, int s)
     const cJSON *ev = section(r, "eval"), *bu = section(r, "build");
     switch (s) {
     case ST_SIMULATE:
+        if (r->import)
+            return run_import(r);
         common_args(r, &b, "simulate");
         arg(&b, "-o");
         arg(&b, r->p_traj);
@@ -387,7 +569,13 @@ static int run_stage(struct run *r, int s)
             arg(&b, "--adapter");
             arg(&b, ckpt);
         }
-        const cJSON *ml = bu ? cJSON_GetObjectItemCaseSensitive(bu, "max_len") : NULL;
+        /* export.max_len: the detector's sequence limit when it must exceed the training
+        ** length (held-out debates whose question alone is longer than build.max_len, which
+        ** the build skips but eval must score); else build.max_len */
+        const cJSON *ex = section(r, "export");
+        const cJSON *ml = ex ? cJSON_GetObjectItemCaseSensitive(ex, "max_len") : NULL;
+        if (!cJSON_IsNumber(ml))
+            ml = bu ? cJSON_GetObjectItemCaseSensitive(bu, "max_len") : NULL;
         if (cJSON_IsNumber(ml)) {
             snprintf(num[0], sizeof num[0], "%d", ml->valueint);
             arg(&b, "--max-len");
@@ -403,25 +591,45 @@ static int run_stage(struct run *r, int s)
             "dataset", "experiments", "k", "bootstrap", "seed", "baselines", "defended",
             "defended_limit", "gen_tokens_per_s", NULL};
         struct sn_err kerr = {0};
-        if (ev && sn_recipe_check_keys(ev, "eval", eval_keys, &kerr))
+        if (!r->import && ev && sn_recipe_check_keys(ev, "eval", eval_keys, &kerr))
             return sn_cli_fail("run", &kerr);
-        if ((rc = write_eval_recipe(r)))
-            return rc;
-        arg(&b, r->self);
-        arg(&b, "simulate");
-        arg(&b, "--recipe");
-        arg(&b, r->p_eval_recipe);
-        arg(&b, "-o");
-        arg(&b, r->p_eval_traj);
-        arg(&b, "--progress");
-        arg(&b, "plain");
-        if ((rc = spawn(b.a, NULL)))
-            return rc;
         struct argv_b e = {.n = 0};
-        arg(&e, r->self);
-        arg(&e, "eval");
-        arg(&e, "-i");
-        arg(&e, r->p_eval_traj);
+        static char set_paths[16][PATH_MAX + 128];
+        if (r->import) {
+            /* held-out imported sets; eval's leakage check (--train-shards) refuses any debate
+            ** whose item the build put in the train split */
+            const cJSON *es = cJSON_GetObjectItemCaseSensitive(ev, "sets"), *x;
+            int n = 0;
+            arg(&e, r->self);
+            arg(&e, "eval");
+            cJSON_ArrayForEach(x, es) {
+                if (n == 16) {
+                    fprintf(stderr, "sentinel run: eval.sets: at most 16 sets\n");
+                    return SN_EXIT_USAGE;
+                }
+                snprintf(set_paths[n], sizeof set_paths[n], "%s/%s.jsonl.gz", r->p_traj,
+                         x->valuestring);
+                arg(&e, "-i");
+                arg(&e, set_paths[n++]);
+            }
+        } else {
+            if ((rc = write_eval_recipe(r)))
+                return rc;
+            arg(&b, r->self);
+            arg(&b, "simulate");
+            arg(&b, "--recipe");
+            arg(&b, r->p_eval_recipe);
+            arg(&b, "-o");
+            arg(&b, r->p_eval_traj);
+            arg(&b, "--progress");
+            arg(&b, "plain");
+            if ((rc = spawn(b.a, NULL)))
+                return rc;
+            arg(&e, r->self);
+            arg(&e, "eval");
+            arg(&e, "-i");
+            arg(&e, r->p_eval_traj);
+        }
         arg(&e, "--train-shards");
         arg(&e, r->p_shards);
         arg(&e, "--json");
@@ -443,6 +651,8 @@ static int run_stage(struct run *r, int s)
                 arg(&e, num[i + 1]);
             }
         }
+        if (r->import && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "allow_overlap")))
+            arg(&e, "--allow-overlap"); /* a model hold-out debates the training questions */
         int base_n = e.n;
         arg(&e, "--detector");
         arg(&e, r->p_gguf);
@@ -453,7 +663,7 @@ static int run_stage(struct run *r, int s)
             fprintf(stderr, "sentinel run: recipe: eval.defended must be true or false\n");
             return SN_EXIT_USAGE;
         }
-        if (!cJSON_IsFalse(dfd)) {
+        if (!r->import && !cJSON_IsFalse(dfd)) { /* imported logs cannot be re-debated */
             arg(&e, "--defended");
             arg(&e, r->p_arms);
             arg(&e, "--recipe");
@@ -566,9 +776,13 @@ static void summary(struct run *r, int n_ran)
         printf("  eval items    %s (one row per scored message and ranker)\n", r->p_items);
     const cJSON *stp = fm ? cJSON_GetObjectItemCaseSensitive(fm, "step") : NULL;
     double step = cJSON_IsNumber(stp) ? stp->valuedouble : -1;
-    if (fm)
+    const char *split_by = str_key(section(r, "build"), "split_by");
+    if (fm && (!split_by || !strcmp(split_by, "item")))
         printf("  (held-out splits are by question: no validation or test item was trained "
                "on; docs/formats.md#shard)\n");
+    else if (fm)
+        printf("  (held-out splits hold out whole values of build.split_by = %s: none of them "
+               "was trained on; docs/formats.md#shard)\n", split_by);
     for (int i = 0; fm && i < 2; i++) {
         const char *split = i ? "test" : "validation";
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(fm, split);
@@ -582,8 +796,12 @@ static void summary(struct run *r, int n_ran)
             printf(", chosen over reference %.3f\n", al->valuedouble);
     }
     cJSON_Delete(fm);
-    printf("\n== eval: fresh debates on items never trained on (headline rows; the whole "
-           "table: %s)\n", r->p_report);
+    if (r->import)
+        printf("\n== eval: the imported sets of eval.sets, held out of training (headline "
+               "rows; the whole table: %s)\n", r->p_report);
+    else
+        printf("\n== eval: fresh debates on items never trained on (headline rows; the whole "
+               "table: %s)\n", r->p_report);
     print_headline(r->p_report);
     const cJSON *sev = cJSON_GetObjectItemCaseSensitive(r->state, "eval_detector");
     if (!cJSON_IsTrue(sev))
@@ -621,10 +839,12 @@ int sn_cmd_run(int argc, char **argv)
             int i = 0;
             while (i < N_STAGES && strcmp(optarg, stage_names[i]))
                 i++;
+            if (!strcmp(optarg, "import")) /* stage 0 of a recipe with an import section */
+                i = ST_SIMULATE;
             if (i == N_STAGES) {
                 free(r.sets);
-                return sn_cli_usage_error("run", "%s: unknown stage '%s' (simulate, build, "
-                                          "train, export, eval)", c == 'T' ? "--to" : "--from",
+                return sn_cli_usage_error("run", "%s: unknown stage '%s' (simulate or "
+                                          "import, build, train, export, eval)", c == 'T' ? "--to" : "--from",
                                           optarg);
             }
             if (c == 'T')
@@ -677,6 +897,9 @@ int sn_cmd_run(int argc, char **argv)
     snprintf(r.p_report, sizeof r.p_report, "%s/eval/report.txt", r.out);
     snprintf(r.p_report_json, sizeof r.p_report_json, "%s/eval/report.json", r.out);
     snprintf(r.p_items, sizeof r.p_items, "%s/eval/items.csv", r.out);
+    r.import = section(&r, "import") != NULL;
+    if (r.import && (rc = check_import(&r)))
+        goto done;
     r.tokenizer = str_key(section(&r, "build"), "tokenizer");
     if (!r.tokenizer)
         r.tokenizer = r.p_tok;
@@ -707,7 +930,7 @@ int sn_cmd_run(int argc, char **argv)
         bool same = key && !strcmp(key, r.key[s]);
         bool forced = s >= from || upstream_ran;
         if (same && state && !strcmp(state, "done") && !forced) {
-            printf("sentinel run: %-8s up to date (skipped)\n", stage_names[s]);
+            printf("sentinel run: %-8s up to date (skipped)\n", stage_name(&r, s));
             continue;
         }
         const char *o1, *o2;
@@ -727,7 +950,7 @@ int sn_cmd_run(int argc, char **argv)
             if (s == ST_EVAL)
                 cJSON_DeleteItemFromObjectCaseSensitive(r.state, "eval_detector");
         }
-        printf("\n== sentinel run: %s (%s)\n", stage_names[s], why);
+        printf("\n== sentinel run: %s (%s)\n", stage_name(&r, s), why);
         if ((rc = save_state(&r, s, "running")))
             break;
         if (s == ST_EVAL && sn_mkdirs(r.p_eval, &err)) {
@@ -737,7 +960,7 @@ int sn_cmd_run(int argc, char **argv)
         int st_rc = run_stage(&r, s);
         if (st_rc) {
             fprintf(stderr, "sentinel run: stage %s failed (exit %d); re-run `sentinel run %s` "
-                            "to resume\n", stage_names[s], st_rc, r.recipe_path);
+                            "to resume\n", stage_name(&r, s), st_rc, r.recipe_path);
             rc = st_rc == SN_EXIT_USAGE ? SN_EXIT_USAGE : SN_EXIT_FAIL;
             break;
         }
@@ -753,7 +976,7 @@ int sn_cmd_run(int argc, char **argv)
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     if (!rc && to < N_STAGES - 1) {
-        printf("sentinel run: stopped after %s (--to)\n", stage_names[to]);
+        printf("sentinel run: stopped after %s (--to)\n", stage_name(&r, to));
     } else if (!rc) {
         if (!n_ran)
             printf("sentinel run: nothing to do: every stage is up to date in %s\n", r.out);

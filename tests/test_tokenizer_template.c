@@ -215,6 +215,41 @@ static void test_response_cut(void)
     sn_buf_free(&text);
 }
 
+/* A response of two-byte characters (é, and the no-break spaces of real MedMCQA explanations):
+** the front cut's binary search must end on a character start for every budget. Before the
+** fix, a lower bound inside a character just before the upper bound probed the upper bound
+** forever (sentinel build hung on a real explanation). */
+static void test_response_cut_multibyte(void)
+{
+    const char *task = "Question: Which side?";
+    struct sn_buf resp = {0};
+    struct sn_err err = {0};
+    for (int i = 0; i < 120; i++)
+        sn_buf_puts(&resp, i % 7 ? "\xc3\xa9" : "aspect.\xc2\xa0", &err);
+    sn_buf_puts(&resp, "\nFINAL ANSWER: B", &err);
+    struct sn_prompt p = {NULL, task, NULL, 0};
+    size_t fixed;
+    CHECK(sn_template_fixed_tokens(tok, &p, &fixed, &err) == SN_OK);
+    size_t n_cut = 0;
+    for (size_t extra = SN_TEMPLATE_MIN_RESPONSE; extra < SN_TEMPLATE_MIN_RESPONSE + 120;
+         extra++) {
+        struct sn_ids ids = {0};
+        struct sn_buf text = {0};
+        struct sn_template_cut cut;
+        err = (struct sn_err){0};
+        CHECK(sn_template_encode(tok, &p, resp.data, fixed + extra, &ids, &cut, &text, &err) ==
+              SN_OK);
+        CHECK(ids.n <= fixed + extra);
+        CHECK(sn_utf8_valid_str(text.data));
+        CHECK(ids_equal_encoding(&ids, text.data));
+        n_cut += cut.n_tokens_response > 0;
+        sn_ids_free(&ids);
+        sn_buf_free(&text);
+    }
+    CHECK(n_cut > 100); /* the cut path ran, not the fast path */
+    sn_buf_free(&resp);
+}
+
 int main(void)
 {
     char path[1024];
@@ -228,6 +263,7 @@ int main(void)
     test_fits();
     test_history_cut();
     test_response_cut();
+    test_response_cut_multibyte();
     sn_tokenizer_free(tok);
     return sn_test_done();
 }

@@ -152,11 +152,15 @@ static int cut_front(const struct sn_tokenizer *tok, const char *resp, size_t ta
     size_t L = strlen(resp), lo = 0, hi = L, n;
     /* invariant: suffix at hi fits (the empty one always does); answer in [lo, hi] */
     while (lo < hi) {
+        /* a suffix cannot start inside a character: move lo to the next character start
+        ** (without this, lo inside a character just before hi probed hi forever) */
+        while (lo < hi && is_cont((unsigned char)resp[lo]))
+            lo++;
+        if (lo == hi)
+            break;
         size_t mid = lo + (hi - lo) / 2;
         while (mid > lo && is_cont((unsigned char)resp[mid]))
             mid--;
-        if (mid == lo && is_cont((unsigned char)resp[mid])) /* lo itself mid-character */
-            mid = lo + 1;
         int rc = count_tokens(tok, resp + mid, L - mid, true, scratch, ids, &n, err);
         if (rc)
             return rc;
