@@ -1,7 +1,7 @@
 /* eval/detect.c: offline replay of recorded debates through Algorithm 1 with any ranker, and
 ** the detection metrics of docs/eval.md (SentinelNet paper, 5.1.6 "Evaluation Metrics").
 ** The bottom-k step is sn_defense_bottom_k (data/sim/defense.c), the engine's own. */
-#include "eval/detect.h"
+#include "eval/detect_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -81,27 +81,6 @@ void sn_detect_free(struct sn_detect *d)
     sn_free(d);
 }
 
-static int group_id(struct sn_detect *d, const char *kind, const char *value, int *id,
-                    struct sn_err *err)
-{
-    char name[256];
-    snprintf(name, sizeof name, "%s=%s", kind, value ? value : "unknown");
-    for (size_t i = 0; i < d->n_groups; i++)
-        if (strcmp(d->gname[i], name) == 0) {
-            *id = (int)i;
-            return SN_OK;
-        }
-    char **g = sn_realloc(d->gname, (d->n_groups + 2) * sizeof *g);
-    if (!g)
-        return sn_err_set(err, SN_E_NOMEM, "out of memory");
-    d->gname = g;
-    if (!(g[d->n_groups] = sn_strdup(name)))
-        return sn_err_set(err, SN_E_NOMEM, "out of memory");
-    g[d->n_groups + 1] = NULL;
-    *id = (int)d->n_groups++;
-    return SN_OK;
-}
-
 static int push_msg(struct sn_detect *d, double s, bool adv, size_t round, struct sn_err *err)
 {
     if (d->n_msg == d->cap_msg) {
@@ -129,23 +108,13 @@ static int push_msg(struct sn_detect *d, double s, bool adv, size_t round, struc
     return SN_OK;
 }
 
-static bool answer_eq(const char *a, const char *b, void *ctx)
-{
-    return sn_answer_equal(a, b, *(const enum sn_task *)ctx);
-}
-
 /* Plurality over answers[0..n) (NULL = no vote) by the one vote of the project (data/vote.h),
 ** tie rule none: a tie for the top count is no decision (NULL), the rule that favours no slot
 ** (docs/formats.md "Panel decision"). */
 static const char *plurality(const char *const *answers, size_t n, enum sn_task task)
 {
-    int w = sn_vote_plurality(answers, n, SN_VOTE_TIE_NONE, 0, answer_eq, &task, NULL);
+    int w = sn_vote_plurality(answers, n, SN_VOTE_TIE_NONE, 0, sn_detect_answer_eq, &task, NULL);
     return w >= 0 ? answers[w] : NULL;
-}
-
-static bool in_domain_scenario(const char *s)
-{
-    return s && (!strcmp(s, "collaboration") || !strcmp(s, "netsafe") || !strcmp(s, "aitm"));
 }
 
 static int csv_field(struct sn_buf *b, const char *s, struct sn_err *err)
@@ -203,12 +172,8 @@ int sn_detect_add(struct sn_detect *d, const struct sn_traj *t, struct sn_buf *i
     const char *dom = sn_traj_label(t, "domain", lab, sizeof lab);
     if (!dom)
         dom = rec.n_att == 0 && t->n_interceptor == 0 ? "clean"
-              : in_domain_scenario(t->scenario) ? "in" : "out";
-    int rc = group_id(d, "scenario", t->scenario, &rec.g[0], err);
-    if (!rc)
-        rc = group_id(d, "dataset", t->dataset, &rec.g[1], err);
-    if (!rc)
-        rc = group_id(d, "domain", dom, &rec.g[2], err);
+              : sn_detect_in_domain_scenario(t->scenario) ? "in" : "out";
+    int rc = sn_detect_group_ids(&d->gname, &d->n_groups, t, dom, rec.g, err);
     if (rc)
         return rc;
     struct sn_buf ctx = {0};
@@ -355,14 +320,6 @@ const char *const *sn_detect_groups(struct sn_detect *d, size_t *n_groups)
     return (const char *const *)d->gname;
 }
 
-static int find_group(const struct sn_detect *d, const char *group)
-{
-    for (size_t i = 0; i < d->n_groups; i++)
-        if (strcmp(d->gname[i], group) == 0)
-            return (int)i;
-    return -1;
-}
-
 static bool in_group(const struct drec *r, int g)
 {
     return g == 0 || r->g[0] == g || r->g[1] == g || r->g[2] == g;
@@ -370,7 +327,7 @@ static bool in_group(const struct drec *r, int g)
 
 size_t sn_detect_n_rounds(const struct sn_detect *d, const char *group)
 {
-    int g = find_group(d, group);
+    int g = sn_detect_find_group(d->gname, d->n_groups, group);
     size_t m = 0;
     for (size_t i = 0; g >= 0 && i < d->n_deb; i++)
         if (in_group(&d->deb[i], g) && d->deb[i].n_rounds > m)
@@ -445,43 +402,6 @@ double sn_detect_auroc(const double *score, const bool *adversarial, size_t n)
 
 /* ---- summaries ----------------------------------------------------------------------------- */
 
-static struct sn_detect_rate wilson(double k, double n)
-{
-    struct sn_detect_rate r = {k, n, n > 0 ? k / n : NAN, NAN, NAN};
-    sn_wilson((uint64_t)k, (uint64_t)n, &r.lo, &r.hi);
-    return r;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* percentile interval of vals (NaN dropped): the 2.5% and 97.5% order statistics, linear
-** interpolation between neighbours */
-static void percentile(double *vals, size_t n, double *lo, double *hi)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isnan(vals[i]))
-            vals[m++] = vals[i];
-    if (!m) {
-        *lo = *hi = NAN;
-        return;
-    }
-    qsort(vals, m, sizeof *vals, cmp_double);
-    double q[2] = {0.025, 0.975}, out[2];
-    for (int k = 0; k < 2; k++) {
-        double x = q[k] * (double)(m - 1);
-        size_t i = (size_t)x;
-        double f = x - (double)i;
-        out[k] = i + 1 < m ? vals[i] * (1 - f) + vals[i + 1] * f : vals[i];
-    }
-    *lo = out[0];
-    *hi = out[1];
-}
-
 /* counts of round r of debate i (SIZE_MAX: its last round); NULL when it has no such round */
 static const uint32_t *round_counts(const struct drec *dr, size_t r)
 {
@@ -502,7 +422,7 @@ int sn_detect_summary(struct sn_detect *d, const char *group, size_t round,
                       struct sn_detect_summary *out, struct sn_err *err)
 {
     memset(out, 0, sizeof *out);
-    int g = find_group(d, group);
+    int g = sn_detect_find_group(d->gname, d->n_groups, group);
     if (g < 0)
         return sn_err_set(err, SN_E_ARG, "detect: no group '%s'", group);
     size_t nd = 0;
@@ -529,11 +449,11 @@ int sn_detect_summary(struct sn_detect *d, const char *group, size_t round,
     }
     out->n_debates = nd;
     double na = c[C_ATP] + c[C_AFN], nh = c[C_AFP] + c[C_ATN];
-    out->agent_acc = wilson(c[C_ATP] + c[C_ATN], na + nh);
-    out->agent_fpr = wilson(c[C_AFP], nh);
-    out->agent_fnr = wilson(c[C_AFN], na);
-    out->task_defended = wilson(c[C_DEF], (double)nd);
-    out->task_undefended = wilson(c[C_UNDEF], (double)nd);
+    out->agent_acc = sn_detect_wilson(c[C_ATP] + c[C_ATN], na + nh);
+    out->agent_fpr = sn_detect_wilson(c[C_AFP], nh);
+    out->agent_fnr = sn_detect_wilson(c[C_AFN], na);
+    out->task_defended = sn_detect_wilson(c[C_DEF], (double)nd);
+    out->task_undefended = sn_detect_wilson(c[C_UNDEF], (double)nd);
     double pos = c[C_PTP] + c[C_PFN], neg = c[C_PFP] + c[C_PTN];
     out->pair_acc = (struct sn_detect_rate){c[C_PTP] + c[C_PTN], pos + neg, NAN, NAN, NAN};
     out->pair_fpr = (struct sn_detect_rate){c[C_PFP], neg, NAN, NAN, NAN};
@@ -570,10 +490,10 @@ int sn_detect_summary(struct sn_detect *d, const char *group, size_t round,
             pair_rates(cb, &boot[b], &boot[B + b], &boot[2 * B + b]);
             boot[3 * B + b] = auroc_walk(idx, nm, d->ms, d->ml, d->md, wdeb);
         }
-        percentile(boot, (size_t)B, &out->pair_acc.lo, &out->pair_acc.hi);
-        percentile(boot + B, (size_t)B, &out->pair_fpr.lo, &out->pair_fpr.hi);
-        percentile(boot + 2 * B, (size_t)B, &out->pair_fnr.lo, &out->pair_fnr.hi);
-        percentile(boot + 3 * B, (size_t)B, &out->auroc.lo, &out->auroc.hi);
+        sn_detect_percentile(boot, (size_t)B, &out->pair_acc.lo, &out->pair_acc.hi);
+        sn_detect_percentile(boot + B, (size_t)B, &out->pair_fpr.lo, &out->pair_fpr.hi);
+        sn_detect_percentile(boot + 2 * B, (size_t)B, &out->pair_fnr.lo, &out->pair_fnr.hi);
+        sn_detect_percentile(boot + 3 * B, (size_t)B, &out->auroc.lo, &out->auroc.hi);
     }
 done:
     sn_free(dl);
@@ -581,22 +501,6 @@ done:
     sn_free(idx);
     sn_free(boot);
     return rc;
-}
-
-static cJSON *rate_json(const struct sn_detect_rate *r)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    const char *keys[5] = {"k", "n", "p", "lo", "hi"};
-    double v[5] = {r->k, r->n, r->p, r->lo, r->hi};
-    for (int i = 0; i < 5; i++)
-        if (!(isnan(v[i]) ? cJSON_AddNullToObject(o, keys[i])
-                          : cJSON_AddNumberToObject(o, keys[i], v[i]))) {
-            cJSON_Delete(o);
-            return NULL;
-        }
-    return o;
 }
 
 static cJSON *summary_json(const struct sn_detect_summary *s)
@@ -615,7 +519,7 @@ static cJSON *summary_json(const struct sn_detect_summary *s)
         {"task_accuracy_undefended", &s->task_undefended},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        cJSON *r = rate_json(f[i].r);
+        cJSON *r = sn_detect_rate_json(f[i].r);
         if (!r) {
             cJSON_Delete(o);
             return NULL;
@@ -625,43 +529,43 @@ static cJSON *summary_json(const struct sn_detect_summary *s)
     return o;
 }
 
+static size_t report_n_rounds(const void *ctx, const char *group)
+{
+    return sn_detect_n_rounds(ctx, group);
+}
+
+static int report_round(void *ctx, const char *group, size_t round, cJSON **out,
+                        struct sn_err *err)
+{
+    struct sn_detect_summary s;
+    int rc = sn_detect_summary(ctx, group, round, &s, err);
+    if (rc)
+        return rc;
+    if (!(*out = summary_json(&s)))
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    return SN_OK;
+}
+
 int sn_detect_report(struct sn_detect *d, cJSON **out, struct sn_err *err)
 {
     *out = NULL;
     cJSON *root = cJSON_CreateObject(), *groups = root ? cJSON_AddObjectToObject(root, "groups")
                                                        : NULL;
-    if (!groups)
-        goto nomem;
+    if (!groups) {
+        cJSON_Delete(root);
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    }
     cJSON_AddStringToObject(root, "ranker", d->r.name);
     cJSON_AddNumberToObject(root, "k", d->p.k);
     cJSON_AddStringToObject(root, "rule", sn_defense_rule_name(d->p.rule));
     cJSON_AddNumberToObject(root, "seed", (double)d->p.seed);
     cJSON_AddNumberToObject(root, "bootstrap", d->p.n_boot);
-    for (size_t g = 0; g < d->n_groups; g++) {
-        cJSON *go = cJSON_AddObjectToObject(groups, d->gname[g]);
-        cJSON *rounds = go ? cJSON_AddArrayToObject(go, "rounds") : NULL;
-        if (!rounds)
-            goto nomem;
-        size_t R = sn_detect_n_rounds(d, d->gname[g]);
-        for (size_t r = 0; r <= R; r++) {
-            struct sn_detect_summary s;
-            int rc = sn_detect_summary(d, d->gname[g], r == R ? SIZE_MAX : r, &s, err);
-            if (rc) {
-                cJSON_Delete(root);
-                return rc;
-            }
-            cJSON *so = summary_json(&s);
-            if (!so)
-                goto nomem;
-            if (r == R)
-                cJSON_AddItemToObject(go, "overall", so);
-            else
-                cJSON_AddItemToArray(rounds, so);
-        }
+    int rc = sn_detect_report_groups(groups, d->gname, d->n_groups, report_n_rounds,
+                                     report_round, d, err);
+    if (rc) {
+        cJSON_Delete(root);
+        return rc;
     }
     *out = root;
     return SN_OK;
-nomem:
-    cJSON_Delete(root);
-    return sn_err_set(err, SN_E_NOMEM, "out of memory");
 }

@@ -2,7 +2,7 @@
 ** random, shortest message, disagree-with-the-majority, a bag-of-n-grams logistic regression
 ** and an LLM judge. Each fills a struct sn_detect_ranker; the metric code cannot tell them
 ** apart from the detector. */
-#include "eval/detect.h"
+#include "eval/detect_internal.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -280,71 +280,66 @@ struct sn_detect_ranker sn_ngram_ranker(struct sn_ngram *m)
 /* The train split's chosen and rejected texts, each distinct (text, label) once: a chosen
 ** message pairs with many rejected ones in the shards, and counting it per pair would weight
 ** texts by the size of their round. */
+struct train_texts {
+    char **texts;
+    bool *label;
+    size_t n, cap;
+    struct sn_strmap seen;
+};
+
+static int collect_text(void *ctx, struct sn_shard_reader *r, size_t i, struct sn_err *err)
+{
+    struct train_texts *c = ctx;
+    int rc = SN_OK;
+    for (int f = SN_FIELD_CHOSEN; !rc && f <= SN_FIELD_REJECTED; f++) {
+        char *text = NULL;
+        if ((rc = sn_shard_reader_text(r, i, (enum sn_field)f, &text, err)))
+            break;
+        struct sn_buf key = {0};
+        bool added = false;
+        rc = sn_buf_printf(&key, err, "%d:%s", f, text);
+        if (!rc)
+            rc = sn_strmap_put(&c->seen, key.data, key.len, c->n, &added, err);
+        sn_buf_free(&key);
+        if (!rc && added) {
+            if (c->n == c->cap) {
+                size_t nc = c->cap ? c->cap * 2 : 1024;
+                char **nt = sn_realloc(c->texts, nc * sizeof *nt);
+                if (nt)
+                    c->texts = nt;
+                bool *nl = nt ? sn_realloc(c->label, nc * sizeof *nl) : NULL;
+                if (!nl) {
+                    sn_free(text);
+                    rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+                    break;
+                }
+                c->label = nl;
+                c->cap = nc;
+            }
+            c->texts[c->n] = text;
+            c->label[c->n++] = f == SN_FIELD_CHOSEN;
+            text = NULL;
+        }
+        sn_free(text);
+    }
+    return rc;
+}
+
 int sn_ngram_train_shards(const struct sn_ngram_params *p, const char *dir, struct sn_ngram **out,
                           struct sn_err *err)
 {
     *out = NULL;
-    struct sn_manifest *man = NULL;
-    char **paths = NULL;
-    size_t n_paths = 0, n = 0, cap = 0;
-    char **texts = NULL;
-    bool *label = NULL;
-    struct sn_strmap seen = {0};
-    int rc = sn_manifest_load(dir, &man, err);
-    if (!rc)
-        rc = sn_manifest_paths(man, SN_SPLIT_TRAIN, &paths, &n_paths, err);
-    for (size_t s = 0; !rc && s < n_paths; s++) {
-        struct sn_shard_reader *r = NULL;
-        if ((rc = sn_shard_reader_open(paths[s], NULL, &r, err)))
-            break;
-        size_t cnt = sn_shard_reader_count(r);
-        for (size_t i = 0; !rc && i < cnt; i++)
-            for (int f = SN_FIELD_CHOSEN; !rc && f <= SN_FIELD_REJECTED; f++) {
-                char *text = NULL;
-                if ((rc = sn_shard_reader_text(r, i, (enum sn_field)f, &text, err)))
-                    break;
-                struct sn_buf key = {0};
-                bool added = false;
-                rc = sn_buf_printf(&key, err, "%d:%s", f, text);
-                if (!rc)
-                    rc = sn_strmap_put(&seen, key.data, key.len, n, &added, err);
-                sn_buf_free(&key);
-                if (!rc && added) {
-                    if (n == cap) {
-                        size_t nc = cap ? cap * 2 : 1024;
-                        char **nt = sn_realloc(texts, nc * sizeof *nt);
-                        if (nt)
-                            texts = nt;
-                        bool *nl = nt ? sn_realloc(label, nc * sizeof *nl) : NULL;
-                        if (!nl) {
-                            sn_free(text);
-                            rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
-                            break;
-                        }
-                        label = nl;
-                        cap = nc;
-                    }
-                    texts[n] = text;
-                    label[n++] = f == SN_FIELD_CHOSEN;
-                    text = NULL;
-                }
-                sn_free(text);
-            }
-        sn_shard_reader_close(r);
-        if (rc)
-            sn_err_wrap(err, "ngram baseline: %s", paths[s]);
-    }
-    if (!rc && n == 0)
+    struct train_texts c = {0};
+    int rc = sn_detect_each_train_tuple(dir, "ngram baseline", collect_text, &c, err);
+    if (!rc && c.n == 0)
         rc = sn_err_set(err, SN_E_ARG, "ngram baseline: %s has no train-split tuples", dir);
     if (!rc)
-        rc = sn_ngram_train(p, (const char *const *)texts, label, n, out, err);
-    for (size_t i = 0; i < n; i++)
-        sn_free(texts[i]);
-    sn_free(texts);
-    sn_free(label);
-    sn_strmap_free(&seen);
-    sn_paths_free(paths, n_paths);
-    sn_manifest_free(man);
+        rc = sn_ngram_train(p, (const char *const *)c.texts, c.label, c.n, out, err);
+    for (size_t i = 0; i < c.n; i++)
+        sn_free(c.texts[i]);
+    sn_free(c.texts);
+    sn_free(c.label);
+    sn_strmap_free(&c.seen);
     return rc;
 }
 

@@ -8,7 +8,7 @@
 ** sentinels did not exclude (from the blacklists the trajectory records), and, for the defended
 ** arm, the scoring time booked by the timed ranker and the round's generation time. A debate
 ** that stopped early keeps its last round's answers for the later rounds of its unit. */
-#include "eval/detect.h"
+#include "eval/detect_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -96,27 +96,6 @@ void sn_defended_free(struct sn_defended *d)
     sn_free(d);
 }
 
-static int group_id(struct sn_defended *d, const char *kind, const char *value, int *id,
-                    struct sn_err *err)
-{
-    char name[256];
-    snprintf(name, sizeof name, "%s=%s", kind, value ? value : "unknown");
-    for (size_t i = 0; i < d->n_groups; i++)
-        if (strcmp(d->gname[i], name) == 0) {
-            *id = (int)i;
-            return SN_OK;
-        }
-    char **g = sn_realloc(d->gname, (d->n_groups + 2) * sizeof *g);
-    if (!g)
-        return sn_err_set(err, SN_E_NOMEM, "out of memory");
-    d->gname = g;
-    if (!(g[d->n_groups] = sn_strdup(name)))
-        return sn_err_set(err, SN_E_NOMEM, "out of memory");
-    g[d->n_groups + 1] = NULL;
-    *id = (int)d->n_groups++;
-    return SN_OK;
-}
-
 /* the unit key: experiment, dataset, item id, replicate (unit separator between them) */
 static int unit_key(struct sn_buf *b, const struct sn_traj *t, struct sn_err *err)
 {
@@ -126,22 +105,12 @@ static int unit_key(struct sn_buf *b, const struct sn_traj *t, struct sn_err *er
                          (long long)t->replicate);
 }
 
-static bool answer_eq(const char *a, const char *b, void *ctx)
-{
-    return sn_answer_equal(a, b, *(const enum sn_task *)ctx);
-}
-
 /* plurality of answers[0..n) (NULL = no vote), tie = no decision; is it gold? */
 static bool vote_correct(const struct sn_traj *t, const char *const *answers, size_t n)
 {
     enum sn_task task = t->task;
-    int w = sn_vote_plurality(answers, n, SN_VOTE_TIE_NONE, 0, answer_eq, &task, NULL);
+    int w = sn_vote_plurality(answers, n, SN_VOTE_TIE_NONE, 0, sn_detect_answer_eq, &task, NULL);
     return w >= 0 && t->gold && sn_answer_equal(answers[w], t->gold, t->task);
-}
-
-static bool in_domain_scenario(const char *s)
-{
-    return s && (!strcmp(s, "collaboration") || !strcmp(s, "netsafe") || !strcmp(s, "aitm"));
 }
 
 static bool has_attack(const struct sn_traj *t)
@@ -284,10 +253,8 @@ int sn_defended_add(struct sn_defended *d, enum sn_arm arm, const struct sn_traj
         char lab[64];
         const char *dom = sn_traj_label(t, "domain", lab, sizeof lab);
         if (!dom)
-            dom = in_domain_scenario(t->scenario) ? "in" : "out";
-        if ((rc = group_id(d, "scenario", t->scenario, &u->g[0], err)) ||
-            (rc = group_id(d, "dataset", t->dataset, &u->g[1], err)) ||
-            (rc = group_id(d, "domain", dom, &u->g[2], err)))
+            dom = sn_detect_in_domain_scenario(t->scenario) ? "in" : "out";
+        if ((rc = sn_detect_group_ids(&d->gname, &d->n_groups, t, dom, u->g, err)))
             return rc;
     }
     return SN_OK;
@@ -355,14 +322,6 @@ const char *const *sn_defended_groups(struct sn_defended *d, size_t *n_groups)
     return (const char *const *)d->gname;
 }
 
-static int find_group(const struct sn_defended *d, const char *group)
-{
-    for (size_t i = 0; i < d->n_groups; i++)
-        if (strcmp(d->gname[i], group) == 0)
-            return (int)i;
-    return -1;
-}
-
 static bool in_group(const struct unit *u, int g)
 {
     return complete(u) && (g == 0 || u->g[0] == g || u->g[1] == g || u->g[2] == g);
@@ -370,7 +329,7 @@ static bool in_group(const struct unit *u, int g)
 
 size_t sn_defended_n_rounds(const struct sn_defended *d, const char *group)
 {
-    int g = find_group(d, group);
+    int g = sn_detect_find_group(d->gname, d->n_groups, group);
     size_t m = 0;
     for (size_t i = 0; g >= 0 && i < d->n_u; i++)
         if (in_group(&d->u[i], g) && unit_rounds(&d->u[i]) > m)
@@ -384,43 +343,11 @@ static int bit(const uint8_t *v, size_t n, size_t r)
     return v[r < n ? r : n - 1];
 }
 
-static struct sn_detect_rate wilson(double k, double n)
-{
-    struct sn_detect_rate r = {k, n, n > 0 ? k / n : NAN, NAN, NAN};
-    sn_wilson((uint64_t)k, (uint64_t)n, &r.lo, &r.hi);
-    return r;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* 2.5% and 97.5% percentiles of vals[0..m) (linear interpolation), as eval/detect.c */
-static void percentile(double *vals, size_t m, double *lo, double *hi)
-{
-    if (!m) {
-        *lo = *hi = NAN;
-        return;
-    }
-    qsort(vals, m, sizeof *vals, cmp_double);
-    double q[2] = {0.025, 0.975}, out[2];
-    for (int k = 0; k < 2; k++) {
-        double x = q[k] * (double)(m - 1);
-        size_t i = (size_t)x;
-        double f = x - (double)i;
-        out[k] = i + 1 < m ? vals[i] * (1 - f) + vals[i + 1] * f : vals[i];
-    }
-    *lo = out[0];
-    *hi = out[1];
-}
-
 int sn_defended_summary(struct sn_defended *d, const char *group, size_t round,
                         struct sn_defended_round *out, struct sn_err *err)
 {
     memset(out, 0, sizeof *out);
-    int g = find_group(d, group);
+    int g = sn_detect_find_group(d->gname, d->n_groups, group);
     if (g < 0)
         return sn_err_set(err, SN_E_ARG, "defended: no group '%s'", group);
     /* the units of the group with this round, and their bits: clean, attacked, kept */
@@ -461,8 +388,8 @@ int sn_defended_summary(struct sn_defended *d, const char *group, size_t round,
     }
     out->n_units = nu;
     for (int a = 0; a < SN_ARM_COUNT; a++)
-        out->acc[a] = wilson(k[a], (double)nu);
-    out->acc_kept = wilson(k_kept, (double)nu);
+        out->acc[a] = sn_detect_wilson(k[a], (double)nu);
+    out->acc_kept = sn_detect_wilson(k_kept, (double)nu);
     out->score_ms = out->n_timed ? score / (double)out->n_timed : NAN;
     out->gen_ms = out->n_timed ? gen / (double)out->n_timed : NAN;
     out->overhead_pct = out->n_timed && gen > 0 ? 100.0 * score / gen : NAN;
@@ -497,25 +424,11 @@ int sn_defended_summary(struct sn_defended *d, const char *group, size_t round,
             else
                 out->n_boot_undefined++;
         }
-        percentile(boot, m, &out->recovery.lo, &out->recovery.hi);
+        sn_detect_percentile(boot, m, &out->recovery.lo, &out->recovery.hi);
     }
     sn_free(b);
     sn_free(boot);
     return SN_OK;
-}
-
-static cJSON *rate_json(const struct sn_detect_rate *r)
-{
-    cJSON *o = cJSON_CreateObject();
-    const char *keys[5] = {"k", "n", "p", "lo", "hi"};
-    double v[5] = {r->k, r->n, r->p, r->lo, r->hi};
-    for (int i = 0; o && i < 5; i++)
-        if (!(isnan(v[i]) ? cJSON_AddNullToObject(o, keys[i])
-                          : cJSON_AddNumberToObject(o, keys[i], v[i]))) {
-            cJSON_Delete(o);
-            return NULL;
-        }
-    return o;
 }
 
 static cJSON *num_or_null(double v)
@@ -531,10 +444,11 @@ static cJSON *round_json(const struct sn_defended_round *s)
         return NULL;
     }
     cJSON_AddNumberToObject(o, "debates", (double)s->n_units);
-    cJSON_AddItemToObject(acc, "clean", rate_json(&s->acc[SN_ARM_CLEAN]));
-    cJSON_AddItemToObject(acc, "attacked", rate_json(&s->acc[SN_ARM_ATTACKED]));
-    cJSON_AddItemToObject(acc, "defended", rate_json(&s->acc_kept));
-    cJSON_AddItemToObject(acc, "defended_every_agent", rate_json(&s->acc[SN_ARM_DEFENDED]));
+    cJSON_AddItemToObject(acc, "clean", sn_detect_rate_json(&s->acc[SN_ARM_CLEAN]));
+    cJSON_AddItemToObject(acc, "attacked", sn_detect_rate_json(&s->acc[SN_ARM_ATTACKED]));
+    cJSON_AddItemToObject(acc, "defended", sn_detect_rate_json(&s->acc_kept));
+    cJSON_AddItemToObject(acc, "defended_every_agent",
+                          sn_detect_rate_json(&s->acc[SN_ARM_DEFENDED]));
     cJSON *rec = cJSON_AddObjectToObject(o, "recovery");
     if (rec) {
         cJSON_AddItemToObject(rec, "p", num_or_null(s->recovery.p));
@@ -558,13 +472,32 @@ static cJSON *round_json(const struct sn_defended_round *s)
     return o;
 }
 
+static size_t report_n_rounds(const void *ctx, const char *group)
+{
+    return sn_defended_n_rounds(ctx, group);
+}
+
+static int report_round(void *ctx, const char *group, size_t round, cJSON **out,
+                        struct sn_err *err)
+{
+    struct sn_defended_round s;
+    int rc = sn_defended_summary(ctx, group, round, &s, err);
+    if (rc)
+        return rc;
+    if (!(*out = round_json(&s)))
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    return SN_OK;
+}
+
 int sn_defended_report(struct sn_defended *d, cJSON **out, struct sn_err *err)
 {
     *out = NULL;
     cJSON *root = cJSON_CreateObject(), *groups = root ? cJSON_AddObjectToObject(root, "groups")
                                                        : NULL;
-    if (!groups)
-        goto nomem;
+    if (!groups) {
+        cJSON_Delete(root);
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    }
     cJSON_AddNumberToObject(root, "seed", (double)d->p.seed);
     cJSON_AddNumberToObject(root, "bootstrap", d->p.n_boot);
     cJSON_AddNumberToObject(root, "gen_tokens_per_s", d->p.gen_tokens_per_s);
@@ -573,31 +506,12 @@ int sn_defended_report(struct sn_defended *d, cJSON **out, struct sn_err *err)
     cJSON *um = cJSON_AddObjectToObject(root, "unmatched");
     for (int a = 0; um && a < SN_ARM_COUNT; a++)
         cJSON_AddNumberToObject(um, arm_names[a], (double)un[a]);
-    for (size_t g = 0; g < d->n_groups; g++) {
-        cJSON *go = cJSON_AddObjectToObject(groups, d->gname[g]);
-        cJSON *rounds = go ? cJSON_AddArrayToObject(go, "rounds") : NULL;
-        if (!rounds)
-            goto nomem;
-        size_t R = sn_defended_n_rounds(d, d->gname[g]);
-        for (size_t r = 0; r <= R; r++) {
-            struct sn_defended_round s;
-            int rc = sn_defended_summary(d, d->gname[g], r == R ? SIZE_MAX : r, &s, err);
-            if (rc) {
-                cJSON_Delete(root);
-                return rc;
-            }
-            cJSON *so = round_json(&s);
-            if (!so)
-                goto nomem;
-            if (r == R)
-                cJSON_AddItemToObject(go, "overall", so);
-            else
-                cJSON_AddItemToArray(rounds, so);
-        }
+    int rc = sn_detect_report_groups(groups, d->gname, d->n_groups, report_n_rounds,
+                                     report_round, d, err);
+    if (rc) {
+        cJSON_Delete(root);
+        return rc;
     }
     *out = root;
     return SN_OK;
-nomem:
-    cJSON_Delete(root);
-    return sn_err_set(err, SN_E_NOMEM, "out of memory");
 }
