@@ -619,6 +619,13 @@ struct out_bufs {
     size_t  n, cap;
 };
 
+static void out_bufs_free(struct out_bufs *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        sn_free(b->v[i]);
+    sn_free(b->v);
+}
+
 static int keep(struct out_bufs *b, void *p, struct sn_err *err)
 {
     if (b->n == b->cap) {
@@ -666,6 +673,22 @@ static int add(struct sn_gguf_writer *w, struct out_bufs *bufs, const char *name
     if ((rc = keep(bufs, h, err)))
         return rc;
     return sn_gguf_writer_add_tensor(w, name, type, 2, ne, h, err);
+}
+
+/* A new f32 copy of tensor t in *out (NULL on error). */
+static int tensor_f32(const struct sn_st_tensor *t, float **out, struct sn_err *err)
+{
+    float *f = sn_malloc((size_t)t->n_elements * sizeof *f + 1);
+    *out = NULL;
+    if (!f)
+        return sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+    int rc = sn_st_to_f32(t, f, err);
+    if (rc) {
+        sn_free(f);
+        return rc;
+    }
+    *out = f;
+    return SN_OK;
 }
 
 static const char *last_component(const char *dir, char *buf, size_t n)
@@ -719,24 +742,12 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
 
     /* head: adapter's score, else the base's score.weight */
     const struct sn_st_tensor *hs = NULL;
-    if (ad.st) {
-        hs = sn_st_find(ad.st, "base_model.model.score.weight");
-        if (!hs)
-            hs = sn_st_find(ad.st, "base_model.model.score.modules_to_save.default.weight");
-        if (hs && (hs->n_dims != 2 || hs->shape[0] != 1 || hs->shape[1] != E)) {
-            rc = sn_err_set(err, SN_E_FORMAT, "%s: '%s' must be [1, %" PRId64 "]", ad.path,
-                            hs->name, E);
+    if (ad.st && (rc = adapter_head(&ad, E, &hs, err)))
+        goto done;
+    if (hs) {
+        if ((rc = tensor_f32(hs, &head, err)))
             goto done;
-        }
-        if (hs) {
-            if (!(head = sn_malloc((size_t)E * sizeof *head))) {
-                rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
-                goto done;
-            }
-            if ((rc = sn_st_to_f32(hs, head, err)))
-                goto done;
-            used++;
-        }
+        used++;
     }
     if (!head && (rc = load_f32(&wts, dir, "score.weight", 1, E, true, &head, err)))
         goto done;
@@ -851,9 +862,7 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
         goto done;
     rc = sn_gguf_writer_save(w, out_path, err);
 done:
-    for (size_t i = 0; i < bufs.n; i++)
-        sn_free(bufs.v[i]);
-    sn_free(bufs.v);
+    out_bufs_free(&bufs);
     sn_free(head);
     sn_gguf_writer_free(w);
     tok_arrays_free(&tk);
@@ -912,22 +921,6 @@ static int layer_pair(const struct sources *s, int64_t l, size_t k, int64_t *d0,
     snprintf(name, sizeof name, "model.layers.%" PRId64 ".%.*s", l,
              (int)(strlen(layer_map[k].hf) - strlen(".weight")), layer_map[k].hf);
     return adapter_pair(&s->ad, name, *d1, *d0, A, B, err);
-}
-
-/* A new f32 copy of tensor t in *out (NULL on error). */
-static int tensor_f32(const struct sn_st_tensor *t, float **out, struct sn_err *err)
-{
-    float *f = sn_malloc((size_t)t->n_elements * sizeof *f + 1);
-    *out = NULL;
-    if (!f)
-        return sn_err_set(err, SN_E_NOMEM, "export: out of memory");
-    int rc = sn_st_to_f32(t, f, err);
-    if (rc) {
-        sn_free(f);
-        return rc;
-    }
-    *out = f;
-    return SN_OK;
 }
 
 /* The n values of f as safetensors dtype dt: f itself for F32, else a converted copy that
@@ -1053,9 +1046,7 @@ int sn_export_adapter_gguf(const struct sn_export_params *p, const char *out_pat
         goto done;
     rc = sn_gguf_writer_save(w, out_path, err);
 done:
-    for (size_t i = 0; i < bufs.n; i++)
-        sn_free(bufs.v[i]);
-    sn_free(bufs.v);
+    out_bufs_free(&bufs);
     sn_free(head);
     sn_free(hbase);
     sn_gguf_writer_free(w);
@@ -1324,9 +1315,7 @@ int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct s
         (rc = copy_file(p->base_dir, out_dir, "merges.txt", false, err)))
         goto done;
 done:
-    for (size_t i = 0; i < bufs.n; i++)
-        sn_free(bufs.v[i]);
-    sn_free(bufs.v);
+    out_bufs_free(&bufs);
     sn_free(head);
     cJSON_Delete(cfg);
     tok_arrays_free(&tk);
