@@ -619,6 +619,13 @@ struct out_bufs {
     size_t  n, cap;
 };
 
+static void out_bufs_free(struct out_bufs *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        sn_free(b->v[i]);
+    sn_free(b->v);
+}
+
 static int keep(struct out_bufs *b, void *p, struct sn_err *err)
 {
     if (b->n == b->cap) {
@@ -666,6 +673,22 @@ static int add(struct sn_gguf_writer *w, struct out_bufs *bufs, const char *name
     if ((rc = keep(bufs, h, err)))
         return rc;
     return sn_gguf_writer_add_tensor(w, name, type, 2, ne, h, err);
+}
+
+/* A new f32 copy of tensor t in *out (NULL on error). */
+static int tensor_f32(const struct sn_st_tensor *t, float **out, struct sn_err *err)
+{
+    float *f = sn_malloc((size_t)t->n_elements * sizeof *f + 1);
+    *out = NULL;
+    if (!f)
+        return sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+    int rc = sn_st_to_f32(t, f, err);
+    if (rc) {
+        sn_free(f);
+        return rc;
+    }
+    *out = f;
+    return SN_OK;
 }
 
 static const char *last_component(const char *dir, char *buf, size_t n)
@@ -719,24 +742,12 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
 
     /* head: adapter's score, else the base's score.weight */
     const struct sn_st_tensor *hs = NULL;
-    if (ad.st) {
-        hs = sn_st_find(ad.st, "base_model.model.score.weight");
-        if (!hs)
-            hs = sn_st_find(ad.st, "base_model.model.score.modules_to_save.default.weight");
-        if (hs && (hs->n_dims != 2 || hs->shape[0] != 1 || hs->shape[1] != E)) {
-            rc = sn_err_set(err, SN_E_FORMAT, "%s: '%s' must be [1, %" PRId64 "]", ad.path,
-                            hs->name, E);
+    if (ad.st && (rc = adapter_head(&ad, E, &hs, err)))
+        goto done;
+    if (hs) {
+        if ((rc = tensor_f32(hs, &head, err)))
             goto done;
-        }
-        if (hs) {
-            if (!(head = sn_malloc((size_t)E * sizeof *head))) {
-                rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
-                goto done;
-            }
-            if ((rc = sn_st_to_f32(hs, head, err)))
-                goto done;
-            used++;
-        }
+        used++;
     }
     if (!head && (rc = load_f32(&wts, dir, "score.weight", 1, E, true, &head, err)))
         goto done;
@@ -851,9 +862,7 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
         goto done;
     rc = sn_gguf_writer_save(w, out_path, err);
 done:
-    for (size_t i = 0; i < bufs.n; i++)
-        sn_free(bufs.v[i]);
-    sn_free(bufs.v);
+    out_bufs_free(&bufs);
     sn_free(head);
     sn_gguf_writer_free(w);
     tok_arrays_free(&tk);
@@ -898,6 +907,40 @@ static void sources_close(struct sources *s)
     weights_close(&s->wts);
 }
 
+/* The adapter's LoRA pair of layer l's tensor layer_map[k], whose HF shape goes to [*d1, *d0]:
+** *A and *B both NULL when the tensor is 1-D or the adapter does not adapt it. */
+static int layer_pair(const struct sources *s, int64_t l, size_t k, int64_t *d0, int64_t *d1,
+                      const struct sn_st_tensor **A, const struct sn_st_tensor **B,
+                      struct sn_err *err)
+{
+    char name[512];
+    *A = *B = NULL;
+    layer_dims(layer_map[k].kind, s->c.E, s->Ekv, s->c.F, d0, d1);
+    if (!*d1)
+        return SN_OK;
+    snprintf(name, sizeof name, "model.layers.%" PRId64 ".%.*s", l,
+             (int)(strlen(layer_map[k].hf) - strlen(".weight")), layer_map[k].hf);
+    return adapter_pair(&s->ad, name, *d1, *d0, A, B, err);
+}
+
+/* The n values of f as safetensors dtype dt: f itself for F32, else a converted copy that
+** bufs keeps. */
+static int st_data(struct out_bufs *bufs, const float *f, size_t n, enum sn_st_dtype dt,
+                   const void **data, struct sn_err *err)
+{
+    *data = f;
+    if (dt == SN_ST_F32)
+        return SN_OK;
+    uint16_t *h = sn_malloc(n * 2 + 1);
+    int rc = h ? keep(bufs, h, err) : sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        h[i] = dt == SN_ST_F16 ? sn_f32_to_f16(f[i]) : sn_f32_to_bf16(f[i]);
+    *data = h;
+    return SN_OK;
+}
+
 /* llama.cpp's adapter convention (src/llama-adapter.cpp in v0.5.0;
 ** docs/formats.md#gguf-lora-adapter): `<base tensor>.lora_a` ne {n_in, r} holds PEFT's A [r, in] as is, `.lora_b` ne
 ** {r, n_out} holds B [out, r] as is, and llama.cpp adds user_scale · alpha / r · B (A x) with
@@ -932,11 +975,7 @@ int sn_export_adapter_gguf(const struct sn_export_params *p, const char *out_pat
         (rc = load_f32(&s.wts, p->base_dir, "score.weight", 1, E, true, &hbase, err)))
         goto done;
     if (hs) {
-        if (!(head = sn_malloc((size_t)E * sizeof *head))) {
-            rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
-            goto done;
-        }
-        if ((rc = sn_st_to_f32(hs, head, err)))
+        if ((rc = tensor_f32(hs, &head, err)))
             goto done;
         used++;
     }
@@ -967,37 +1006,19 @@ int sn_export_adapter_gguf(const struct sn_export_params *p, const char *out_pat
     for (int64_t l = 0; l < s.c.L; l++)
         for (size_t k = 0; k < N_LAYER_MAP; k++) {
             int64_t d0, d1;
-            layer_dims(layer_map[k].kind, E, s.Ekv, s.c.F, &d0, &d1);
-            if (!d1)
-                continue;
-            const struct sn_st_tensor *A = NULL, *B = NULL;
-            snprintf(name, sizeof name, "model.layers.%" PRId64 ".%.*s", l,
-                     (int)(strlen(layer_map[k].hf) - strlen(".weight")), layer_map[k].hf);
-            if ((rc = adapter_pair(&s.ad, name, d1, d0, &A, &B, err)))
+            const struct sn_st_tensor *A, *B;
+            if ((rc = layer_pair(&s, l, k, &d0, &d1, &A, &B, err)))
                 goto done;
             if (!A)
                 continue;
-            float *fa = sn_malloc((size_t)A->n_elements * sizeof *fa + 1);
-            if (!fa) {
-                rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+            float *fa, *fb;
+            if ((rc = tensor_f32(A, &fa, err)))
                 goto done;
-            }
-            if ((rc = sn_st_to_f32(A, fa, err))) {
-                sn_free(fa);
-                goto done;
-            }
             snprintf(gg, sizeof gg, "blk.%" PRId64 ".%s.lora_a", l, layer_map[k].gg);
             if ((rc = add(w, &bufs, gg, fa, d0, s.ad.r, p->type, err)))   /* ne {in, r} */
                 goto done;
-            float *fb = sn_malloc((size_t)B->n_elements * sizeof *fb + 1);
-            if (!fb) {
-                rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
+            if ((rc = tensor_f32(B, &fb, err)))
                 goto done;
-            }
-            if ((rc = sn_st_to_f32(B, fb, err))) {
-                sn_free(fb);
-                goto done;
-            }
             snprintf(gg, sizeof gg, "blk.%" PRId64 ".%s.lora_b", l, layer_map[k].gg);
             if ((rc = add(w, &bufs, gg, fb, s.ad.r, d1, p->type, err)))   /* ne {r, out} */
                 goto done;
@@ -1025,9 +1046,7 @@ int sn_export_adapter_gguf(const struct sn_export_params *p, const char *out_pat
         goto done;
     rc = sn_gguf_writer_save(w, out_path, err);
 done:
-    for (size_t i = 0; i < bufs.n; i++)
-        sn_free(bufs.v[i]);
-    sn_free(bufs.v);
+    out_bufs_free(&bufs);
     sn_free(head);
     sn_free(hbase);
     sn_gguf_writer_free(w);
@@ -1050,7 +1069,7 @@ int sn_export_peft(const struct sn_export_params *p, const char *out_dir, struct
     cJSON *cfg = NULL;
     float *hbase = NULL;
     size_t used = 0;
-    char name[512], path[4096];
+    char path[4096];
     if (!out_dir)
         return sn_err_set(err, SN_E_ARG, "export: an output directory is needed");
     int rc = sources_open(p, true, &s, err);
@@ -1062,13 +1081,8 @@ int sn_export_peft(const struct sn_export_params *p, const char *out_dir, struct
     for (int64_t l = 0; l < s.c.L; l++)
         for (size_t k = 0; k < N_LAYER_MAP; k++) {
             int64_t d0, d1;
-            layer_dims(layer_map[k].kind, E, s.Ekv, s.c.F, &d0, &d1);
-            if (!d1)
-                continue;
-            const struct sn_st_tensor *A = NULL, *B = NULL;
-            snprintf(name, sizeof name, "model.layers.%" PRId64 ".%.*s", l,
-                     (int)(strlen(layer_map[k].hf) - strlen(".weight")), layer_map[k].hf);
-            if ((rc = adapter_pair(&s.ad, name, d1, d0, &A, &B, err)))
+            const struct sn_st_tensor *A, *B;
+            if ((rc = layer_pair(&s, l, k, &d0, &d1, &A, &B, err)))
                 goto done;
             if (!A)
                 continue;
@@ -1198,11 +1212,7 @@ int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct s
     if (s.ad.st && (rc = adapter_head(&s.ad, E, &hs, err)))
         goto done;
     if (hs) {
-        if (!(head = sn_malloc((size_t)E * sizeof *head))) {
-            rc = sn_err_set(err, SN_E_NOMEM, "export: out of memory");
-            goto done;
-        }
-        if ((rc = sn_st_to_f32(hs, head, err)))
+        if ((rc = tensor_f32(hs, &head, err)))
             goto done;
         used++;
     } else if ((rc = load_f32(&s.wts, p->base_dir, "score.weight", 1, E, true, &head, err))) {
@@ -1246,36 +1256,17 @@ int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct s
                     goto done;
             }
             const int64_t shape[2] = {d1 ? d1 : d0, d0};
-            size_t n = (size_t)(d1 ? d1 : 1) * (size_t)d0;
-            const void *data = f;
-            if (dt != SN_ST_F32) {
-                uint16_t *h = sn_malloc(n * 2 + 1);
-                if (!h || (rc = keep(&bufs, h, err))) {
-                    rc = rc ? rc : sn_err_set(err, SN_E_NOMEM, "export: out of memory");
-                    goto done;
-                }
-                for (size_t i = 0; i < n; i++)
-                    h[i] = dt == SN_ST_F16 ? sn_f32_to_f16(f[i]) : sn_f32_to_bf16(f[i]);
-                data = h;
-            }
-            if ((rc = sn_st_writer_add(w, name, dt, d1 ? 2 : 1, shape, data, err)))
+            const void *data;
+            if ((rc = st_data(&bufs, f, (size_t)(d1 ? d1 : 1) * (size_t)d0, dt, &data, err)) ||
+                (rc = sn_st_writer_add(w, name, dt, d1 ? 2 : 1, shape, data, err)))
                 goto done;
         }
     }
     {
         const int64_t shape[2] = {1, E};
-        const void *data = head;
-        if (dt != SN_ST_F32) {
-            uint16_t *h = sn_malloc((size_t)E * 2 + 1);
-            if (!h || (rc = keep(&bufs, h, err))) {
-                rc = rc ? rc : sn_err_set(err, SN_E_NOMEM, "export: out of memory");
-                goto done;
-            }
-            for (int64_t i = 0; i < E; i++)
-                h[i] = dt == SN_ST_F16 ? sn_f32_to_f16(head[i]) : sn_f32_to_bf16(head[i]);
-            data = h;
-        }
-        if ((rc = sn_st_writer_add(w, "score.weight", dt, 2, shape, data, err)))
+        const void *data;
+        if ((rc = st_data(&bufs, head, (size_t)E, dt, &data, err)) ||
+            (rc = sn_st_writer_add(w, "score.weight", dt, 2, shape, data, err)))
             goto done;
     }
     if (s.ad.st && (rc = adapter_all_used(&s.ad, used, err)))
@@ -1324,9 +1315,7 @@ int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct s
         (rc = copy_file(p->base_dir, out_dir, "merges.txt", false, err)))
         goto done;
 done:
-    for (size_t i = 0; i < bufs.n; i++)
-        sn_free(bufs.v[i]);
-    sn_free(bufs.v);
+    out_bufs_free(&bufs);
     sn_free(head);
     cJSON_Delete(cfg);
     tok_arrays_free(&tk);
