@@ -267,35 +267,52 @@ static int extractive_entry(const struct sn_traj *t, size_t round, const struct 
     return sn_tuples_history_entry(round, m->agent, m->answer, m->text, p, out, err);
 }
 
-int sn_tuples_context(const struct sn_traj *t, size_t round, const struct sn_tuples_params *p,
-                      struct sn_buf *out, struct sn_err *err)
+int sn_tuples_context_msgs(const char *task, const struct sn_tuples_msg *msgs, size_t n,
+                           const struct sn_tuples_params *p, struct sn_buf *out,
+                           struct sn_err *err)
 {
-    struct sn_buf task = {0}, all = {0};
-    size_t n = 0, cap = 0;
-    for (size_t r = 0; r < round && r < t->n_rounds; r++)
-        cap += t->rounds[r].n_msgs;
-    size_t *off = sn_calloc(cap + 1, sizeof *off);
-    const char **hist = sn_calloc(cap + 1, sizeof *hist);
-    int rc = off && hist ? sn_tuples_task(t, &task, err)
-                         : sn_err_set(err, SN_E_NOMEM, "out of memory");
+    struct sn_buf all = {0};
+    size_t *off = sn_calloc(n + 1, sizeof *off);
+    const char **hist = sn_calloc(n + 1, sizeof *hist);
+    int rc = off && hist ? SN_OK : sn_err_set(err, SN_E_NOMEM, "out of memory");
     /* entries end to end in one buffer (NUL-separated), pointers taken once it stops moving */
-    for (size_t r = 0; r < round && r < t->n_rounds && !rc; r++)
-        for (size_t i = 0; i < t->rounds[r].n_msgs && !rc; i++) {
-            off[n++] = all.len;
-            rc = extractive_entry(t, r, &t->rounds[r].msgs[i], p, &all, err);
-            if (!rc)
-                rc = sn_buf_append(&all, "", 1, err);
-        }
+    for (size_t i = 0; i < n && !rc; i++) {
+        off[i] = all.len;
+        rc = sn_tuples_history_entry(msgs[i].round, msgs[i].agent, msgs[i].answer, msgs[i].text,
+                                     p, &all, err);
+        if (!rc)
+            rc = sn_buf_append(&all, "", 1, err);
+    }
     for (size_t i = 0; i < n && !rc; i++)
         hist[i] = all.data + off[i];
     if (!rc) {
-        struct sn_prompt prompt = {NULL, task.data ? task.data : "", hist, n};
+        struct sn_prompt prompt = {NULL, task ? task : "", hist, n};
         rc = sn_template_context(&prompt, out, err);
     }
     sn_free(off);
     sn_free(hist);
-    sn_buf_free(&task);
     sn_buf_free(&all);
+    return rc;
+}
+
+int sn_tuples_context(const struct sn_traj *t, size_t round, const struct sn_tuples_params *p,
+                      struct sn_buf *out, struct sn_err *err)
+{
+    struct sn_buf task = {0};
+    size_t n = 0, cap = 0;
+    for (size_t r = 0; r < round && r < t->n_rounds; r++)
+        cap += t->rounds[r].n_msgs;
+    struct sn_tuples_msg *msgs = sn_calloc(cap + 1, sizeof *msgs);
+    int rc = msgs ? sn_tuples_task(t, &task, err) : sn_err_set(err, SN_E_NOMEM, "out of memory");
+    for (size_t r = 0; r < round && r < t->n_rounds && !rc; r++)
+        for (size_t i = 0; i < t->rounds[r].n_msgs; i++) {
+            const struct sn_traj_msg *m = &t->rounds[r].msgs[i];
+            msgs[n++] = (struct sn_tuples_msg){r, m->agent, m->answer, m->text};
+        }
+    if (!rc)
+        rc = sn_tuples_context_msgs(task.data, msgs, n, p, out, err);
+    sn_free(msgs);
+    sn_buf_free(&task);
     return rc;
 }
 

@@ -133,6 +133,18 @@ int sn_tuples_history_entry(size_t round, int agent, const char *answer, const c
 ** `sentinel eval`). The summarize hook is not called (an LLM summary is not reproduced). */
 int sn_tuples_context(const struct sn_traj *t, size_t round, const struct sn_tuples_params *p,
                       struct sn_buf *out, struct sn_err *err);
+/* One message of the history, for sn_tuples_context_msgs (answer NULL when none parsed). */
+struct sn_tuples_msg {
+    size_t      round;
+    int         agent;
+    const char *answer;
+    const char *text;
+};
+/* The same context from the task text and the history messages in record order: the one
+** assembly behind sn_tuples_context and the debate engine's defense (no trajectory there). */
+int sn_tuples_context_msgs(const char *task, const struct sn_tuples_msg *msgs, size_t n,
+                           const struct sn_tuples_params *p, struct sn_buf *out,
+                           struct sn_err *err);
 
 /* The built-in reference (dataset explanation, else templated), appended to out. */
 int sn_tuples_builtin_reference(const struct sn_traj *t, struct sn_buf *out, struct sn_err *err);

@@ -255,35 +255,24 @@ static int defense_context(const struct debate *d, int t, struct sn_buf *out, st
         tp.history_sentences = sc->history_sentences;
     if (sc->history_chars)
         tp.history_chars = sc->history_chars;
-    struct sn_buf task = {0}, all = {0};
-    size_t cap = (size_t)t * (size_t)d->n, n = 0;
-    size_t *off = sn_calloc(cap + 1, sizeof *off);
-    const char **hist = sn_calloc(cap + 1, sizeof *hist);
-    int rc = off && hist ? sn_tuples_task_text(d->q->task, d->q->question,
-                                               (const char *const *)d->q->options,
-                                               d->q->n_options, &task, err)
-                         : sn_err_set(err, SN_E_NOMEM, "out of memory");
+    struct sn_buf task = {0};
+    size_t n = 0;
+    struct sn_tuples_msg *msgs = sn_calloc((size_t)t * (size_t)d->n + 1, sizeof *msgs);
+    int rc = msgs ? sn_tuples_task_text(d->q->task, d->q->question,
+                                        (const char *const *)d->q->options, d->q->n_options,
+                                        &task, err)
+                  : sn_err_set(err, SN_E_NOMEM, "out of memory");
     for (int r = 0; r < t && !rc; r++)
-        for (int j = 0; j < d->n && !rc; j++) {
+        for (int j = 0; j < d->n; j++) {
             const struct msg *m = M(d, r, j);
-            if (!m->spoke)
-                continue;
-            off[n++] = all.len;
-            rc = sn_tuples_history_entry((size_t)r, j, m->parsed ? m->answer : NULL, m->text,
-                                         &tp, &all, err);
-            if (!rc)
-                rc = sn_buf_append(&all, "", 1, err);
+            if (m->spoke)
+                msgs[n++] = (struct sn_tuples_msg){(size_t)r, j, m->parsed ? m->answer : NULL,
+                                                   m->text};
         }
-    for (size_t i = 0; i < n && !rc; i++)
-        hist[i] = all.data + off[i];
-    if (!rc) {
-        struct sn_prompt prompt = {NULL, task.data ? task.data : "", hist, n};
-        rc = sn_template_context(&prompt, out, err);
-    }
-    sn_free(off);
-    sn_free(hist);
+    if (!rc)
+        rc = sn_tuples_context_msgs(task.data, msgs, n, &tp, out, err);
+    sn_free(msgs);
     sn_buf_free(&task);
-    sn_buf_free(&all);
     return rc;
 }
 
