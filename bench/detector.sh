@@ -2,7 +2,8 @@
 # bench/detector.sh BUILD_DIR: runtime detector scoring speed (bench/bench_detector.c) next to
 # llama.cpp (node-llama-cpp, bench/ref/llama_bench.mjs; installed into BUILD/npm-llama by
 # tests/ref/llama_npm.sh) on the same GGUF, sequences and threads, and next to the libtorch
-# forward (in bench_detector when built with libtorch), in one run.
+# forward (in bench_detector when built with libtorch), in one run; then both f32 rewards
+# against a float64 reference (bench/ref/detector_f64.py; skipped without torch).
 # Env: DET_THREADS (default nproc), DET_LAYERS (8), DET_TOKENS (320), DET_PAIRS (6),
 # DET_GEN_TPS (50: the generating model's tokens/s for the round-overhead figure).
 set -u
@@ -29,3 +30,5 @@ o2=$(get ours_shared_tuples_s "$out/ours.txt"); l2=$(get llama_shared_tuples_s "
 awk -v o1="$o1" -v l1="$l1" -v o2="$o2" -v l2="$l2" 'BEGIN {
     printf "ours / llama.cpp: single-pair scoring %.2fx (target >= 2x), shared context " \
            "tuples/s %.2fx (target >= 4x)\n", o1 / l1, o2 / l2 }'
+# Which side a reward disagreement comes from: both f32 rewards against a float64 reference.
+/usr/bin/python3 "$src/bench/ref/detector_f64.py" "$out" | tee "$out/f64.txt"

@@ -44,13 +44,15 @@ static void usage(FILE *f)
 "                         micro_batch x grad_accum x N. Under torchrun / srun, leave it out:\n"
 "                         RANK/WORLD_SIZE (or SLURM_PROCID/SLURM_NTASKS) + MASTER_ADDR/PORT\n"
 "                         are read from the environment\n"
+"      --device D         cpu (default), cuda (under a launcher: cuda:LOCAL_RANK) or cuda:N\n"
+"                         (overrides train.device; CUDA needs a CUDA libtorch)\n"
 "      --set KEY=VALUE    override a recipe key (e.g. --set train.lr=1e-4)\n"
 "      --progress MODE    auto, bar, plain or none (default auto: a bar on a terminal)\n"
 "  -h, --help             this help\n"
 "\n"
 "Batches: train.batching padded, packed or shared_prefix; train.dtype bfloat16 for bf16\n"
-"matrix products with f32 master weights (docs/train.md). Not in this build yet: training on\n"
-"a CUDA device (docs/train.md, 'Not yet').\n");
+"matrix products with f32 master weights (docs/train.md); with --nproc N or a launcher and a\n"
+"CUDA device the ranks all-reduce with NCCL (docs/train.md, 'GPUs').\n");
 }
 
 static int parse_count(const char *opt, const char *s, int64_t *out)
@@ -188,10 +190,11 @@ int sn_cmd_train(int argc, char **argv)
         {"max-steps", required_argument, NULL, 'M'}, {"save-every", required_argument, NULL, 'S'},
         {"init-adapter", required_argument, NULL, 'A'},
         {"restart", no_argument, NULL, 'R'},         {"set", required_argument, NULL, 's'},
-        {"nproc", required_argument, NULL, 'N'},
+        {"nproc", required_argument, NULL, 'N'},     {"device", required_argument, NULL, 'D'},
         {"progress", required_argument, NULL, 'p'},  {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *recipe_path = NULL, *in = NULL, *out = NULL, *tokenizer = NULL, *init = NULL;
+    const char *device = NULL;
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
     size_t n_sets = 0;
     int64_t max_steps = -1, save_every = -1, nproc = 1;
@@ -210,6 +213,7 @@ int sn_cmd_train(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'T': tokenizer = optarg; break;
         case 'A': init = optarg; break;
+        case 'D': device = optarg; break;
         case 'R': restart = true; break;
         case 's': sets[n_sets++] = optarg; break;
         case 'M': status = parse_count("--max-steps", optarg, &max_steps); break;
@@ -299,6 +303,8 @@ int sn_cmd_train(int argc, char **argv)
             p.save_every = save_every;
         if (init)
             p.init_adapter = init;
+        if (device)
+            p.device = device;
         p.progress_mode = progress;
     }
     static int64_t kill_at[2] = {-1, -1};
@@ -311,7 +317,8 @@ int sn_cmd_train(int argc, char **argv)
     }
     struct sn_trainer *t = NULL;
     if (!status && sn_trainer_open(&p, in, out, restart, &t, &err))
-        status = sn_cli_fail("train", &err);
+        status = err.code == SN_E_UNSUPPORTED ? sn_cli_unavailable("train", err.msg)
+                                              : sn_cli_fail("train", &err);
     if (!status) {
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);

@@ -385,6 +385,21 @@ static void test_failures(const char *shards, const char *root)
     CHECK_MSG(strstr(err.msg, "fewer than one optimizer step") != NULL, "%s", err.msg);
     sn_err_clear(&err);
     p.micro_batch = 4;
+    /* train.device: a name that is no device, and CUDA on a libtorch without it (Debian's
+    ** CPU build here), are refused before any work with the setting named */
+    p.device = "gpu";
+    CHECK(sn_trainer_open(&p, shards, out, true, &t, &err) == SN_E_ARG && !t);
+    CHECK_MSG(strstr(err.msg, "train.device") && strstr(err.msg, "'gpu'") &&
+              strstr(err.msg, "cuda:N"), "%s", err.msg);
+    sn_err_clear(&err);
+    if (!sn_aten_cuda_available()) {
+        p.device = "cuda";
+        CHECK(sn_trainer_open(&p, shards, out, true, &t, &err) == SN_E_UNSUPPORTED && !t);
+        CHECK_MSG(strstr(err.msg, "train.device") && strstr(err.msg, "no usable CUDA"), "%s",
+                  err.msg);
+        sn_err_clear(&err);
+    }
+    p.device = "cpu";
     /* a truncated shard */
     char cut[600];
     snprintf(cut, sizeof cut, "%s/cut_shards", root);
@@ -408,8 +423,12 @@ static void test_failures(const char *shards, const char *root)
     r = cJSON_Parse("{\"train\": {\"mode\": \"lora\", \"schedule\": \"linear\", \"lr\": 2e-5,"
                     " \"lora\": {\"r\": 16, \"alpha\": 32, \"target_modules\": [\"v_proj\"]}}}");
     CHECK(sn_train_params_from_recipe(r, &q, &err) == SN_OK);
+    CHECK(!strcmp(q.device, "cpu"));
     CHECK(q.mode == SN_TRAIN_LORA && q.sched.kind == SN_LR_LINEAR && q.sched.lr == 2e-5 &&
           q.lora.r == 16 && q.lora.alpha == 32 && q.lora.targets == (1u << SN_LORA_V_PROJ));
+    cJSON_Delete(r);
+    r = cJSON_Parse("{\"train\": {\"device\": \"cuda:1\"}}");
+    CHECK(sn_train_params_from_recipe(r, &q, &err) == SN_OK && !strcmp(q.device, "cuda:1"));
     cJSON_Delete(r);
 }
 

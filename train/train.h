@@ -294,6 +294,8 @@ struct sn_train_params {
     enum sn_dtype dtype;         /* F32 (default), F64, or BF16: bf16 GEMMs with f32 master
                                  ** weights, optimizer state and loss (docs/train.md) */
     bool     grad_checkpoint;
+    const char *device;          /* "cpu" (default), "cuda" (each rank takes cuda:LOCAL_RANK)
+                                 ** or "cuda:N"; CUDA needs a CUDA libtorch (docs/train.md) */
     int      threads;            /* intra-op threads; 0 = libtorch's default */
     int64_t  eval_every;         /* steps; 0 = only at the end */
     int64_t  eval_batch;         /* tuples per eval forward */

@@ -102,6 +102,7 @@ struct sn_train_params sn_train_default_params(void)
     p.alpha = 1.0;
     p.seed = 42;
     p.dtype = SN_DTYPE_F32;
+    p.device = "cpu";
     p.eval_every = 100;
     p.eval_batch = 16;
     p.save_every = 100;
@@ -116,7 +117,7 @@ static const char *const train_keys[] = {
     "base", "mode", "lora", "lr", "beta1", "beta2", "eps", "weight_decay", "weight_decay_all",
     "schedule", "warmup_steps", "warmup_ratio", "min_lr_ratio", "epochs", "max_steps",
     "micro_batch", "grad_accum", "max_grad_norm", "alpha", "center_rewards", "seed", "dtype",
-    "grad_checkpoint", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
+    "grad_checkpoint", "device", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
     "log_every", "best_metric", "tokenizer", "init_adapter", "shards", "out", "batching",
     "length_bucketing", NULL};
 static const char *const lora_keys[] = {"r", "alpha", "dropout", "target_modules", NULL};
@@ -184,6 +185,7 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
         (rc = sn_json_get_string(sec, "train", "dtype", NULL, &dtype, err)) ||
         (rc = sn_json_get_bool(sec, "train", "grad_checkpoint", p->grad_checkpoint,
                                &p->grad_checkpoint, err)) ||
+        (rc = sn_json_get_string(sec, "train", "device", p->device, &p->device, err)) ||
         (rc = get_pos(sec, "threads", 0, &threads, err)) ||
         (rc = get_pos(sec, "eval_every", 0, &p->eval_every, err)) ||
         (rc = get_pos(sec, "eval_batch", 1, &p->eval_batch, err)) ||
@@ -592,6 +594,7 @@ struct sn_trainer {
     double             best_value;
     char               best_name[64];
     int64_t            last_saved;
+    struct sn_device   dev;                 /* train.device, resolved (cuda: LOCAL_RANK) */
     struct sn_dist    *dist;                /* data parallel group (a world of 1 by default) */
     int                rank, world;
     bool               stop_all;            /* some rank was asked to stop */
@@ -1199,6 +1202,7 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
     mp.dtype = t->p.dtype == SN_DTYPE_BF16 ? SN_DTYPE_F32 : t->p.dtype;
     mp.autocast = t->p.dtype == SN_DTYPE_BF16 ? SN_DTYPE_BF16 : SN_DTYPE_F32;
     mp.seed = t->p.seed;
+    mp.device = t->dev;
     mp.grad_checkpoint = t->p.grad_checkpoint;
     bool seeded = !strcmp(t->p.base, "tiny") || !strcmp(t->p.base, "small");
     int rc;
@@ -1262,6 +1266,32 @@ static int write_seeded_base(struct sn_trainer *t, struct sn_err *err)
     return rc ? sn_err_wrap(err, "writing the seeded base %s", p) : SN_OK;
 }
 
+/* train.device: "cpu", "cuda:N", or "cuda", which under a launcher means the process's own
+** GPU, cuda:LOCAL_RANK (SLURM_LOCALID under srun), as torchrun's convention is; when a process
+** sees a single GPU (srun --gpus-per-task=1 binds one to each task), that one. */
+static int resolve_device(const char *name, struct sn_device *dev, struct sn_err *err)
+{
+    int rc = sn_aten_device_parse(name ? name : "cpu", dev, err);
+    if (rc)
+        return sn_err_wrap(err, "train.device");
+    if (dev->type == SN_DEVICE_CUDA && !strcmp(name, "cuda")) {
+        const char *lr = getenv("LOCAL_RANK") ? getenv("LOCAL_RANK") : getenv("SLURM_LOCALID");
+        int n = sn_aten_cuda_device_count();
+        if (lr && *lr) {
+            char *end = NULL;
+            long v = strtol(lr, &end, 10);
+            if (*end || v < 0)
+                return sn_err_set(err, SN_E_ARG, "train.device cuda: local rank '%s' is not a "
+                                  "number", lr);
+            if (n > 1 && v >= n)
+                return sn_err_set(err, SN_E_ARG, "train.device cuda: local rank %ld but only %d "
+                                  "CUDA device(s) on this node", v, n);
+            dev->index = n > 1 ? (int)v : 0; /* one visible GPU: Slurm bound it to us */
+        }
+    }
+    return SN_OK;
+}
+
 int sn_trainer_open(const struct sn_train_params *p, const char *shards, const char *out,
                     bool restart, struct sn_trainer **tout, struct sn_err *err)
 {
@@ -1289,6 +1319,8 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
         t->p.sched.lr = t->full ? 1e-3 : 5e-6;
     if (p->threads > 0)
         sn_aten_set_num_threads(p->threads);
+    if (!rc)
+        rc = resolve_device(p->device, &t->dev, err);
     /* the shards */
     if (!rc)
         rc = sn_manifest_load(shards, &t->man, err);
@@ -1325,7 +1357,7 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
     /* data parallel: torchrun / Slurm environment, else a world of 1 (docs/train.md) */
     if (!rc) {
         struct sn_dist_params dp = sn_dist_default_params();
-        dp.device = sn_model_default_params().device;
+        dp.device = t->dev;
         rc = sn_aten_dist_init_env(&dp, &t->dist, err);
         if (!rc) {
             t->rank = sn_aten_dist_rank(t->dist);
@@ -1666,7 +1698,7 @@ static int reduce_host(struct sn_trainer *t, double *buf, size_t n, struct sn_er
         return SN_OK;
     struct sn_tensor *x = NULL;
     int64_t shape[1] = {(int64_t)n};
-    int rc = sn_aten_from_host(buf, SN_DTYPE_F64, shape, 1, SN_DTYPE_F64, SN_CPU, &x, err);
+    int rc = sn_aten_from_host(buf, SN_DTYPE_F64, shape, 1, SN_DTYPE_F64, t->dev, &x, err);
     if (!rc)
         rc = sn_aten_dist_all_reduce(t->dist, x, SN_REDUCE_SUM, err);
     if (!rc)

@@ -3,7 +3,8 @@
 // 5 context ⊕ response renderings of one shared context; OUT/rewards.txt: our rewards) on the
 // same GGUF with the same threads: last-token embedding (pooling LAST) · head, each sequence
 // evaluated separately (llama.cpp has no shared-prefix scoring through this API). Flash
-// attention off and an F32 KV cache, so the rewards are comparable in f32.
+// attention off and an F32 KV cache, so the rewards are comparable in f32. Its rewards go to
+// OUT/llama_rewards.txt for the float64 reference (bench/ref/detector_f64.py).
 import fs from "node:fs";
 import path from "node:path";
 import {pathToFileURL} from "node:url";
@@ -32,10 +33,12 @@ const score = async ids => {
 await score(seqs[0]);  // warm-up
 const nSingle = seqs.length - 5;
 let t = 0, ntok = 0, worst = 0;
+const rewards = [];
 for (let i = 0; i < seqs.length; i++) {
     const a = performance.now();
     const r = await score(seqs[i]);
     const dt = (performance.now() - a) / 1e3;
+    rewards.push(r);
     worst = Math.max(worst, Math.abs(r - ours[i]) / (1 + Math.abs(ours[i])));
     if (i < nSingle) {
         t += dt;
@@ -45,6 +48,8 @@ for (let i = 0; i < seqs.length; i++) {
     }
 }
 var t5;
+fs.writeFileSync(path.join(out, "llama_rewards.txt"),
+                 rewards.map(r => r.toPrecision(9)).join("\n") + "\n");
 console.log(`llama.cpp single: ${nSingle} pairs, ${(ntok / t).toFixed(1)} tokens/s, ` +
             `${(1e3 * t / nSingle).toFixed(1)} ms per pair`);
 console.log(`llama.cpp shared context scored separately: ${(5 / t5).toFixed(2)} tuples/s`);
