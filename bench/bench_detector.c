@@ -44,7 +44,8 @@ static double sgemm_peak(void)
         b[i] = (float)(i % 5) * 0.1f;
     }
     double best = 1e9;
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r < 15; r++) { /* best of many: the first calls pay page faults and the
+                                   ** clock ramping up; the machine may be shared */
         double t0 = sn_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f,
                     c, n);
@@ -161,6 +162,12 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < seq[i].n; k++)
             fprintf(fs, "%s%d", k ? " " : "", seq[i].v[k]);
         fputc('\n', fs);
+    }
+    double peak2 = sgemm_peak(); /* again after the run, so a slow first reading cannot
+                                  ** inflate the fraction */
+    if (peak2 > peak) {
+        peak = peak2;
+        printf("sgemm peak measured again after the run: %.1f GFLOP/s\n", peak);
     }
     printf("ours single: %d pairs, %.0f tokens avg, %.1f tokens/s, %.1f ms per pair, %.1f "
            "GFLOP/s = %.0f%% of the sgemm peak\n", pairs, (double)ntok / pairs,

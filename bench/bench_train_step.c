@@ -5,7 +5,7 @@
 ** excluded, a shared prefix counted once), tuples/s, step time, data wait as a fraction of
 ** the step, peak RSS.
 **
-**   bench_train_step [--config tiny|small] [--seq N] [--batch B] [--steps N] [--warmup N]
+**   bench_train_step [--config tiny|small|100m] [--seq N] [--batch B] [--steps N] [--warmup N]
 **                    [--ckpt 0|1] [--mode full|lora] [--threads N]
 **                    [--batching padded|packed|shared_prefix] [--ctx-ratio R]
 **
@@ -13,8 +13,17 @@
 ** and end in their own response of about --seq/(R+1) tokens (± 1/4, so padded rows pad);
 ** 0 (default): three unrelated sequences of --seq tokens.
 **
+** --config 100m: the ~100M decoder of bench_forward_backward (8 layers, hidden 768, 12/4 heads,
+** intermediate 2048, vocab 32000), written here as a seeded HF directory and trained from it.
+** gflop_per_step counts the model FLOPs of the step's matrix products (the MFU convention):
+** 2 N per token forward, with N the decoder's projection parameters, and twice that in
+** backward for full fine-tuning (input and weight gradients) or once for LoRA (input
+** gradients; the small LoRA products are left out); attention 2 T D per token and layer
+** forward (QK^T and PV over the causal half of T keys), twice that in backward.
+**
 ** Not timed in tests; bench/train_step.sh runs the configurations. */
 #include "data/shard.h"
+#include "tests/testutil_qwen2.h"
 #include "train/train.h"
 
 #include <stdio.h>
@@ -94,7 +103,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    char dir[256], shards[300], out[300];
+    char dir[256], shards[300], out[400];
     snprintf(dir, sizeof dir, "/tmp/sentinel-bench-train-%d", (int)getpid());
     snprintf(shards, sizeof shards, "%s/shards", dir);
     snprintf(out, sizeof out, "%s/out", dir);
@@ -113,6 +122,17 @@ int main(int argc, char **argv)
     }
     p.batching = (enum sn_batching)bm;
     p.base = config;
+    char hf[320];
+    if (!rc && !strcmp(config, "100m")) {
+        struct sn_test_qwen2 c = {768, 8, 12, 4, 2048, 32000, 4096, 10000.0, 0.02, 1, NULL};
+        snprintf(hf, sizeof hf, "%s/base100m", dir);
+        rc = sn_test_qwen2_write(&c, hf, NULL, &err);
+        /* the shards carry a placeholder tokenizer hash: no tokenizer.json to compare */
+        snprintf(out, sizeof out, "%s/tokenizer.json", hf);
+        unlink(out);
+        snprintf(out, sizeof out, "%s/out", dir);
+        p.base = hf;
+    }
     p.mode = !strcmp(mode, "lora") ? SN_TRAIN_LORA : SN_TRAIN_FULL;
     p.lora.r = 16;
     p.lora.alpha = 32;
@@ -165,6 +185,18 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < np; i++)
         n_trained += sn_tensor_numel(ps[i].t);
     printf("params_trained=%lld\n", (long long)n_trained);
+    {
+        const struct sn_model_config *mc = sn_model_get_config(sn_trainer_model(t));
+        double D = (double)mc->hidden_size, I = (double)mc->intermediate_size;
+        double Dh = D / (double)mc->num_attention_heads;
+        double Dkv = Dh * (double)mc->num_key_value_heads;
+        double N = (double)mc->num_hidden_layers * (2 * D * D + 2 * D * Dkv + 3 * D * I);
+        double T = (double)seq, toks = (double)tot_tokens / steps;
+        double per_tok = 2 * N * (p.mode == SN_TRAIN_FULL ? 3 : 2) +
+                         3 * 2 * T * D * (double)mc->num_hidden_layers;
+        printf("gflop_per_step=%.2f\ngflops=%.2f\n", per_tok * toks / 1e9,
+               per_tok * toks / 1e9 / (tot_time / steps));
+    }
     printf("step_s=%.4f\ntokens_per_s=%.0f\ntuples_per_s=%.2f\ndata_wait_frac=%.5f\n",
            tot_time / steps, tot_tokens / tot_time, batch * steps / tot_time,
            tot_wait / tot_time);

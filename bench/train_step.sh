@@ -1,55 +1,106 @@
 #!/usr/bin/env bash
 # bench/train_step.sh BUILD_DIR: the trainer's full step (bench_train_step: batch assembly,
-# forward + backward of chosen/rejected/reference, loss, clipping, AdamW) for the tiny and
-# small seeded configs, full fine-tuning and LoRA r16, with and without gradient
-# checkpointing: tokens/s, tuples/s, data wait as a share of the step, peak RSS. Sequences of
-# TS_SEQ tokens (256), micro-batch TS_BATCH (8); each line is one process.
-# Then the batching modes (docs/train.md "Packed and shared-prefix batches") on tuples whose
-# three sequences share a context 4x longer than their responses (TS_BSEQ tokens, 512), full
-# fine-tuning of each config, with and without checkpointing, and the tuples/s ratio of
-# packed and shared_prefix over padded. TS_THREADS fixes the intra-op threads (0 = libtorch's
-# default); on a shared, loaded machine 1 thread gives the steadiest ratios.
-# Not here yet: the PyTorch-eager step beside it (bench/forward_backward.sh compares forward +
-# backward alone).
+# forward + backward of chosen/rejected/reference, loss, clipping, AdamW) next to the same step
+# in PyTorch eager (bench/ref/train_step_ref.py, /usr/bin/python3) in one run.
+#  1. tiny and small seeded configs (full fine-tuning and LoRA r16) and the ~100M decoder
+#     (LoRA r16), with and without gradient checkpointing: tokens/s, GFLOP/s as a fraction of
+#     the sgemm peak (BUILD/bench/gemm_peak.txt, measured here by bench_gemm_peak when absent),
+#     data wait as a share of the step, peak RSS; PyTorch with its defaults (as users run it)
+#     and with sentinel-torch's process settings (glibc keeps freed blocks, passive OpenMP
+#     wait: cli/torch_shim.c), and sentinel's ratio over each.
+#  2. gradient checkpointing at seq 1024: peak RSS and step time with and without it.
+#  3. the batching modes (docs/train.md "Packed and shared-prefix batches") on tuples whose
+#     three sequences share a context 4x longer than their responses (TS_BSEQ tokens, 512),
+#     and the tuples/s ratio of packed and shared_prefix over padded.
+# Env: TS_SEQ (256), TS_BATCH (8), TS_STEPS (4; TS_STEPS_100M 2), TS_THREADS (nproc: both
+# sides), TS_BSEQ (512). One warm-up step before the timed ones on both sides.
 set -euo pipefail
 build=${1:-build}
+build=$(cd "$build" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
 b="$build/bench/bench_train_step"
 if [ ! -x "$b" ]; then
   echo "train_step.sh: $b not built (needs -DSENTINEL_WITH_TORCH=ON)"; exit 0
 fi
-seq=${TS_SEQ:-256}; batch=${TS_BATCH:-8}
-printf '%-6s %-5s %-5s %10s %10s %9s %10s %8s\n' config mode ckpt step_s tokens/s tuples/s \
-  wait_frac rss_MB
+seq=${TS_SEQ:-256}; batch=${TS_BATCH:-8}; threads=${TS_THREADS:-$(nproc)}
+have_torch=1
+/usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=0
+get() { sed -n "s/^$1=//p" <<<"$2" | head -1; }
+if [ ! -f "$build/bench/gemm_peak.txt" ] && [ -x "$build/bench/bench_gemm_peak" ]; then
+  "$build/bench/bench_gemm_peak" "$build/bench/gemm_peak.txt" > /dev/null
+fi
+peak=$(sed -n 's/^gemm_peak_gflops=//p' "$build/bench/gemm_peak.txt" 2>/dev/null | head -1)
+ours() { env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" "$b" --threads "$threads" "$@"; }
+ref() { /usr/bin/python3 "$src/bench/ref/train_step_ref.py" --threads "$threads" "$@"; }
+# PyTorch with the process settings sentinel-torch runs with (sn_tune_host_allocator's glibc
+# settings, libgomp's passive wait), so the ratio isolates the code from the settings
+ref_same() {
+  env MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 \
+      MALLOC_TOP_PAD_=67108864 OMP_WAIT_POLICY=PASSIVE \
+      /usr/bin/python3 "$src/bench/ref/train_step_ref.py" --threads "$threads" "$@"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+
+echo "== full training step: seq $seq, micro-batch $batch tuples (3 sequences each), $threads" \
+     "threads; sgemm peak ${peak:-?} GFLOP/s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-6s %-5s %-4s %9s %9s %7s %9s %7s | %9s %9s %8s %8s\n' config mode ckpt step_s \
+  tokens/s %peak wait_frac rss_MB torch_tok/s same_tok/s vs_torch vs_same
+row() {
+  local cfg=$1 mode=$2 ck=$3 bt=$4 steps=$5
+  local args=(--config "$cfg" --mode "$mode" --ckpt "$ck" --seq "$seq" --batch "$bt"
+              --steps "$steps" --warmup 1)
+  local o r="" s="" tps rt="-" st="-"
+  o=$(ours "${args[@]}")
+  tps=$(get tokens_per_s "$o")
+  if [ "$have_torch" = 1 ]; then
+    r=$(ref "${args[@]}"); s=$(ref_same "${args[@]}")
+    rt=$(get tokens_per_s "$r"); st=$(get tokens_per_s "$s")
+  fi
+  printf '%-6s %-5s %-4s %9s %9s %7s %9s %7s | %9s %9s %8s %8s\n' "$cfg" "$mode" "$ck" \
+    "$(get step_s "$o")" "$tps" \
+    "$(awk -v g="$(get gflops "$o")" -v p="${peak:-0}" 'BEGIN { if (p > 0) printf "%.0f%%", 100 * g / p; else print "-" }')" \
+    "$(get data_wait_frac "$o")" "$(get peak_rss_mb "$o")" "$rt" "$st" \
+    "$(ratio "$tps" "$rt")" "$(ratio "$tps" "$st")"
+}
 for cfg in tiny small; do
   for mode in full lora; do
-    for ck in 0 1; do
-      out=$(env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" "$b" --config $cfg --mode $mode \
-            --ckpt $ck --seq "$seq" --batch "$batch" --steps "${TS_STEPS:-4}" --warmup 1)
-      get() { sed -n "s/^$1=//p" <<<"$out"; }
-      printf '%-6s %-5s %-5s %10s %10s %9s %10s %8s\n' $cfg $mode $ck "$(get step_s)" \
-        "$(get tokens_per_s)" "$(get tuples_per_s)" "$(get data_wait_frac)" "$(get peak_rss_mb)"
-    done
+    for ck in 0 1; do row $cfg $mode $ck "$batch" "${TS_STEPS:-4}"; done
   done
+done
+for ck in 0 1; do row 100m lora $ck "$batch" "${TS_STEPS_100M:-2}"; done
+[ "$have_torch" = 1 ] || echo "(PyTorch columns skipped: /usr/bin/python3 cannot import torch)"
+
+echo
+echo "== gradient checkpointing at seq 1024 (one warm-up, ${TS_STEPS_100M:-2} timed steps)"
+printf '%-6s %-5s %6s %10s %10s %10s %10s\n' config mode batch step_s step_s_ck rss_MB rss_MB_ck
+for spec in "small full 8" "100m lora 2"; do
+  read -r cfg mode bt <<<"$spec"
+  a=$(ours --config "$cfg" --mode "$mode" --ckpt 0 --seq 1024 --batch "$bt" \
+      --steps "${TS_STEPS_100M:-2}" --warmup 1)
+  c=$(ours --config "$cfg" --mode "$mode" --ckpt 1 --seq 1024 --batch "$bt" \
+      --steps "${TS_STEPS_100M:-2}" --warmup 1)
+  printf '%-6s %-5s %6s %10s %10s %10s %10s' "$cfg" "$mode" "$bt" "$(get step_s "$a")" \
+    "$(get step_s "$c")" "$(get peak_rss_mb "$a")" "$(get peak_rss_mb "$c")"
+  awk -v ta="$(get step_s "$a")" -v tc="$(get step_s "$c")" -v ra="$(get peak_rss_mb "$a")" \
+      -v rc="$(get peak_rss_mb "$c")" \
+      'BEGIN { printf "   peak RSS %.2fx lower, step time %+.0f%%\n", ra / rc, 100 * (tc / ta - 1) }'
 done
 
 bseq=${TS_BSEQ:-512}
 echo
-echo "batching, contexts 4x the responses (seq $bseq, micro-batch $batch, full mode)"
+echo "== batching, contexts 4x the responses (seq $bseq, micro-batch $batch, full mode)"
 printf '%-6s %-5s %-14s %10s %10s %9s %8s %9s\n' config ckpt batching step_s tokens/s \
   tuples/s rss_MB vs_padded
 for cfg in tiny small; do
   for ck in 0 1; do
     base=""
     for bm in padded packed shared_prefix; do
-      out=$(env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" "$b" --config $cfg --mode full \
-            --ckpt $ck --seq "$bseq" --batch "$batch" --steps "${TS_STEPS:-4}" --warmup 1 \
-            --batching $bm --ctx-ratio 4 --threads "${TS_THREADS:-0}")
-      get() { sed -n "s/^$1=//p" <<<"$out"; }
-      tps=$(get tuples_per_s)
+      out=$(ours --config $cfg --mode full --ckpt $ck --seq "$bseq" --batch "$batch" \
+            --steps "${TS_STEPS:-4}" --warmup 1 --batching $bm --ctx-ratio 4)
+      tps=$(get tuples_per_s "$out")
       [ -z "$base" ] && base=$tps
-      printf '%-6s %-5s %-14s %10s %10s %9s %8s %9s\n' $cfg $ck $bm "$(get step_s)" \
-        "$(get tokens_per_s)" "$tps" "$(get peak_rss_mb)" \
-        "$(awk -v a="$tps" -v b="$base" 'BEGIN { printf "%.2fx", a / b }')"
+      printf '%-6s %-5s %-14s %10s %10s %9s %8s %9s\n' $cfg $ck $bm "$(get step_s "$out")" \
+        "$(get tokens_per_s "$out")" "$tps" "$(get peak_rss_mb "$out")" "$(ratio "$tps" "$base")"
     done
   done
 done
