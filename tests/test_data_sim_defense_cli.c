@@ -1,6 +1,6 @@
 /* tests/test_data_sim_defense_cli.c: `sentinel simulate` with the `sentinel` defense scoring with
 ** the runtime detector ($SENTINEL_BIN; docs/simulate.md "Defense"). A tiny detector (random
-** weights, exported by `sentinel export` from a directory written without libtorch) defends the
+** weights: the suite's tiny_detector fixture, tests/test_export_fixture.c) defends the
 ** honest agents of sim-backend collaboration debates:
 **   - every debate records the defense and, from round 1 on, each honest agent's blacklist;
 **   - the blacklists are replayed independently: each honest receiver scores the messages of
@@ -20,7 +20,6 @@
 #include "eval/detect.h"
 #include "export/export.h"
 #include "tokenizer/template.h"
-#include "tests/testutil_qwen2.h"
 
 static const char *bin;
 static char dir[1024];
@@ -105,13 +104,9 @@ int main(void)
     }
     snprintf(dir, sizeof dir, "%s", sn_test_dir("sim_defense_cli"));
     struct sn_err err = {0};
-    struct sn_test_qwen2 c = {32, 2, 4, 2, 64, SN_TOKENIZER_DEMO_VOCAB, 1024, 1e6, 0.2, 31, NULL};
-    char mdir[1200], gg[1200], traj[1300];
-    snprintf(mdir, sizeof mdir, "%s/model", dir);
+    char gg[1200], traj[1300];
     snprintf(gg, sizeof gg, "%s/d.gguf", dir);
-    CHECK_MSG(sn_test_qwen2_write(&c, mdir, NULL, &err) == SN_OK, "%s", err.msg);
-    CHECK(sn_test_sh("cd '%s' && '%s' export --base model -o d.gguf --type f32 --max-len 1024 "
-                     "2> err.txt", dir, bin) == 0);
+    CHECK(sn_test_sh("cp '%s' '%s'", sn_test_tiny_detector(), gg) == 0);
 
     write_recipe("r.json", "{\"name\": \"sentinel\", \"detector\": \"d.gguf\", \"bottom_k\": 1}");
     CHECK(sim("r.json", "o") == 0);

@@ -1,6 +1,7 @@
 /* tests/test_eval_defended_cli.c: `sentinel eval --defended DIR --recipe R` end to end
 ** ($SENTINEL_BIN; docs/eval.md "Defended debates"). A tiny detector (random weights, exported
-** by `sentinel export` from a directory written without libtorch) defends sim-backend debates:
+** once for the suite by the tiny_detector fixture, tests/test_export_fixture.c) defends
+** sim-backend debates:
 **   - the recipe's attacked experiment runs three ways into DIR/clean, DIR/attacked and
 **     DIR/defended (its clean experiment is not repeated); each arm is what it says;
 **   - the report's per-round accuracy of every arm, the defended system's vote over the agents
@@ -11,7 +12,6 @@
 #include "testutil.h"
 #include "data/trajectory.h"
 #include "eval/eval.h"
-#include "tests/testutil_qwen2.h"
 
 #include <math.h>
 
@@ -154,13 +154,8 @@ int main(void)
         return 1;
     }
     snprintf(dir, sizeof dir, "%s", sn_test_dir("eval_defended_cli"));
-    struct sn_err err = {0};
-    struct sn_test_qwen2 c = {32, 2, 4, 2, 64, SN_TOKENIZER_DEMO_VOCAB, 1024, 1e6, 0.2, 31, NULL};
-    char mdir[1200], rp[1200];
-    snprintf(mdir, sizeof mdir, "%s/model", dir);
-    CHECK_MSG(sn_test_qwen2_write(&c, mdir, NULL, &err) == SN_OK, "%s", err.msg);
-    CHECK(sn_test_sh("cd '%s' && '%s' export --base model -o d.gguf --type f32 --max-len 1024 "
-                     "2> err.txt", dir, bin) == 0);
+    char rp[1200];
+    CHECK(sn_test_sh("cp '%s' '%s/d.gguf'", sn_test_tiny_detector(), dir) == 0);
     snprintf(rp, sizeof rp, "%s/r.json", dir);
     FILE *f = fopen(rp, "w");
     fprintf(f,

@@ -1,12 +1,11 @@
 /* tests/test_eval_detect_cli.c: `sentinel eval` end to end ($SENTINEL_BIN; docs/eval.md):
 ** a hand-made debate through the disagree baseline gives the hand-computed first-round figures
 ** in the JSON report; --items has one row per scored message; a tiny runtime detector (random
-** weights, exported by `sentinel export` from a directory written without libtorch) ranks beside
+** weights: the suite's tiny_detector fixture, tests/test_export_fixture.c) ranks beside
 ** the baselines: every figure present and in range, and the "does NOT beat" sentence printed
 ** exactly for the figures where a baseline is at least as good; the exit statuses (usage
 ** errors: 2; unreadable input or detector: 1). */
 #include "test_eval_fixture.h"
-#include "tests/testutil_qwen2.h"
 
 static const char *bin;
 static char dir[1024];
@@ -89,13 +88,7 @@ int main(void)
 
     /* the runtime detector beside the baselines */
     {
-        struct sn_test_qwen2 c = {32, 2, 4, 2, 64, SN_TOKENIZER_DEMO_VOCAB, 512, 1e6, 0.2, 23,
-                                  NULL};
-        char mdir[1200];
-        snprintf(mdir, sizeof mdir, "%s/model", dir);
-        CHECK_MSG(sn_test_qwen2_write(&c, mdir, NULL, &err) == SN_OK, "%s", err.msg);
-        CHECK(sn_test_sh("cd '%s' && '%s' export --base model -o d.gguf --type f32 --max-len 400 "
-                         "2> err.txt", dir, bin) == 0);
+        CHECK(sn_test_sh("cp '%s' '%s/d.gguf'", sn_test_tiny_detector(), dir) == 0);
         CHECK(ev("-i t.jsonl.gz --detector d.gguf --baselines random,shortest,disagree "
                  "--json rd.json --bootstrap 50") == 0);
         snprintf(jpath, sizeof jpath, "%s/rd.json", dir);

@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 int sn_test_failures, sn_test_checks;
 
@@ -35,6 +36,19 @@ const char *sn_test_dir(const char *name)
     snprintf(path, sizeof path, "%s/%s", base && *base ? base : "/tmp", name);
     if (sn_test_sh("rm -rf '%s' && mkdir -p '%s'", path, path) != 0) {
         fprintf(stderr, "cannot make %s\n", path);
+        exit(2);
+    }
+    return path;
+}
+
+const char *sn_test_tiny_detector(void)
+{
+    static char path[1100];
+    const char *base = getenv("SENTINEL_TMP");
+    snprintf(path, sizeof path, "%s/tiny_detector/d.gguf", base && *base ? base : "/tmp");
+    if (access(path, R_OK) != 0) {
+        fprintf(stderr, "%s: missing; it is written by the fixture test test_export_fixture "
+                "(ctest runs it first for tests with FIXTURES_REQUIRED tiny_detector)\n", path);
         exit(2);
     }
     return path;

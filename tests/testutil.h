@@ -60,6 +60,10 @@ const char *sn_test_dir(const char *name);
 /* dir + "/" + name in one of 8 static buffers used in turn (so up to 8 results may be live at
 ** once). */
 const char *sn_test_path(const char *dir, const char *name);
+/* $SENTINEL_TMP/tiny_detector/d.gguf, the random tiny detector the ctest fixture tiny_detector
+** exports once (tests/test_export_fixture.c; the test sets FIXTURES_REQUIRED tiny_detector in
+** tests/export_fixture.cmake); exits with status 2, saying so, if it is missing. */
+const char *sn_test_tiny_detector(void);
 /* Writes text to path (replacing it); exits with status 2 if the file cannot be written. */
 void sn_test_write_file(const char *path, const char *text);
 /* $SENTINEL_BIN, the sentinel program under test; exits with status 1 if it is not set. */
