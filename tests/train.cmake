@@ -7,3 +7,13 @@ endif()
 if(TARGET test_train_dist)
   set_tests_properties(test_train_dist PROPERTIES LABELS noasan)
 endif()
+
+# recipes/cluster/train-torchrun.sh and train-srun.sbatch under stand-in launchers: 2 ranks
+# train on the trained_run fixture's shards, and DEVICE reaches the trainer
+# (tests/train_cluster_scripts.sh). Multi-process: noasan.
+if(SENTINEL_WITH_TORCH)
+  add_test(NAME train_cluster_scripts COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_cluster_scripts.sh)
+  set_tests_properties(train_cluster_scripts PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 300
+                       LABELS noasan FIXTURES_REQUIRED trained_run
+                       WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
+endif()
