@@ -5,6 +5,7 @@
 ** with exit status 3 (not supported by this build yet). --json prints a machine-readable dump
 ** (the h5py test compares it with what Python reads from the same shard). */
 #include "cli/cli.h"
+#include "cli/cmd_inspect_model.h"
 #include "data/shard.h"
 #include "data/trajectory.h"
 #include "export/export.h"
@@ -30,14 +31,21 @@ static void usage(FILE *f)
 "  GGUF file: header, provenance (base, adapter, LoRA scale, template, max length, tokenizer\n"
 "      hash), every key (arrays: type, count, first items) and every tensor (type, shape,\n"
 "      offset); the file is read with the strict reader, so a damaged file says where\n"
-"Checkpoints and safetensors files are recognised but not supported yet (exit 3).\n"
+"  safetensors file: every tensor (dtype, shape) and the parameter count\n"
+"  checkpoint directory (trainer_state.json): step, epoch, data cursor, best so far, the\n"
+"      model it holds (PEFT adapter or full HF model) and its files; --verify checks their\n"
+"      SHA-256 against trainer_state.json\n"
+"  training run directory (train_settings.json, latest): settings, checkpoints with latest\n"
+"      and best, the last logged step, final metrics; --verify checks the latest checkpoint\n"
+"  Hugging Face model or PEFT adapter directory: its config and parameter count\n"
 "\n"
 "options:\n"
 "  --json             machine-readable output (JSON) instead of text\n"
 "  -n N               tuples to show from a shard (default 3)\n"
 "  --all              every tuple of a shard (with --json: texts, ids and metadata of all)\n"
 "  --tokenizer FILE   decode the token sequences of the tuples shown\n"
-"  --verify           check the SHA-256 of every shard listed in a manifest\n"
+"  --verify           check the SHA-256 of every shard listed in a manifest, or of every\n"
+"                     file of a checkpoint\n"
 "  -h, --help         this help\n"
 "\n"
 "Exit status: 0 ok, 1 failure (unreadable or invalid file, checksum mismatch), 2 usage\n"
@@ -699,11 +707,15 @@ static enum kind sniff(const char *path)
         snprintf(p, sizeof p, "%s/%s", path, SN_MANIFEST_NAME);
         if (sn_path_exists(p))
             return K_MANIFEST;
-        snprintf(p, sizeof p, "%s/adapter_config.json", path);
-        if (sn_path_exists(p))
-            return K_CHECKPOINT;
-        snprintf(p, sizeof p, "%s/latest", path);
-        return sn_path_exists(p) ? K_CHECKPOINT : K_UNKNOWN;
+        static const char *const model_files[] = {"trainer_state.json", "train_settings.json",
+                                                  "latest", "adapter_config.json",
+                                                  "config.json", NULL};
+        for (int i = 0; model_files[i]; i++) {
+            snprintf(p, sizeof p, "%s/%s", path, model_files[i]);
+            if (sn_path_exists(p))
+                return K_CHECKPOINT;
+        }
+        return K_UNKNOWN;
     }
     unsigned char b[16] = {0};
     FILE *f = fopen(path, "rb");
@@ -777,15 +789,12 @@ int sn_cmd_inspect(int argc, char **argv)
     case K_MANIFEST: return inspect_manifest(path, &o);
     case K_TRAJ: return inspect_trajectories(path, &o);
     case K_GGUF: return inspect_gguf(path, &o);
-    case K_SAFETENSORS:
-        return sn_cli_unavailable("inspect", "safetensors files are not supported by inspect "
-                                             "yet");
-    case K_CHECKPOINT:
-        return sn_cli_unavailable("inspect", "checkpoint directories are not supported by "
-                                             "inspect yet");
+    case K_SAFETENSORS: return sn_inspect_safetensors(path, o.json);
+    case K_CHECKPOINT: return sn_inspect_model_dir(path, o.json, o.verify);
     default:
         fprintf(stderr, "sentinel inspect: %s: not a shard (HDF5), manifest, trajectory file "
-                        "(JSON Lines, plain or gzip), checkpoint or GGUF file\n", path);
+                        "(JSON Lines, plain or gzip), GGUF or safetensors file, checkpoint, "
+                        "training run or model directory\n", path);
         return SN_EXIT_FAIL;
     }
 }

@@ -9,7 +9,8 @@
 **   - a malformed line names file:line and the field; --skip-bad counts it;
 **   - a resume with another tokenizer is refused naming the setting; recipe key errors;
 **     summary "llm" without build.summary_endpoint exits 2 (tests/test_data_tuples_llm.c covers
-**     the LLM paths); inspect refuses GGUF with exit 3. */
+**     the LLM paths); inspect reads shards, manifests and trajectories, and a truncated GGUF
+**     fails naming the problem. */
 #include "data/build.h"
 #include "tests/testutil.h"
 

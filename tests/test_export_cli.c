@@ -148,6 +148,22 @@ int main(void)
           sn_test_file_has(out, "template sentinel-chatml/1"));
     CHECK(sn_test_sh("%s inspect --json %s > %s", bin, gg, out) == 0 &&
           sn_test_file_has(out, "\"qwen2.pooling_type\":\t\"3\""));
+    /* the model directory and its safetensors file (tests/inspect_models.sh checks runs and
+    ** checkpoints against the files; here the same code runs in the ASan suite) */
+    CHECK(sn_test_sh("%s inspect %s > %s", bin, mdir, out) == 0 &&
+          sn_test_file_has(out, "Hugging Face model directory") &&
+          sn_test_file_has(out, "Qwen2ForSequenceClassification"));
+    CHECK(sn_test_sh("%s inspect --json %s/model.safetensors > %s", bin, mdir, out) == 0 &&
+          sn_test_file_has(out, "\"model.norm.weight\"") && sn_test_file_has(out, "\"score.weight\""));
+    /* a checkpoint whose trainer_state.json names a file that differs: --verify fails */
+    CHECK(sn_test_sh("cd %s && mkdir -p ck && cp config.json model.safetensors ck/ && "
+                     "printf '{\"schema\": \"sentinel.trainer_state/1\", \"global_step\": 3, "
+                     "\"files\": {\"config.json\": \"%s\"}}' > ck/trainer_state.json",
+                     mdir, "0000000000000000000000000000000000000000000000000000000000000000") == 0);
+    CHECK(sn_test_sh("%s inspect %s/ck > %s", bin, mdir, out) == 0 &&
+          sn_test_file_has(out, "checkpoint, step 3"));
+    CHECK(sn_test_sh("%s inspect --verify %s/ck 2> %s", bin, mdir, out) == 1 &&
+          sn_test_file_has(out, "config.json: SHA-256 differs"));
 
     /* a damaged file: clear errors from score and inspect */
     snprintf(p, sizeof p, "%s/bad.gguf", dir);

@@ -17,3 +17,12 @@ if(SENTINEL_WITH_TORCH)
                        LABELS noasan FIXTURES_REQUIRED trained_run
                        WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
 endif()
+
+# `sentinel inspect` of training runs, checkpoints (full and LoRA), model directories and
+# safetensors files, checked against the files themselves (tests/inspect_models.sh).
+if(SENTINEL_WITH_TORCH)
+  add_test(NAME inspect_models COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/inspect_models.sh)
+  set_tests_properties(inspect_models PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 300
+                       LABELS noasan FIXTURES_REQUIRED trained_run
+                       WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
+endif()
