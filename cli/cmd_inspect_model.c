@@ -228,12 +228,20 @@ static int inspect_checkpoint(const char *dir, bool json, bool verify, struct sn
     }
     /* the files and their recorded SHA-256 */
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(st, "files"), *f;
+    if (!cJSON_IsObject(files))
+        files = NULL; /* a damaged state file: no file list to show or check */
     size_t n_files = 0, n_bad = 0;
     cJSON *checked = json ? cJSON_CreateObject() : NULL;
     cJSON_ArrayForEach(f, files) {
         n_files++;
-        if (rc || !verify || !cJSON_IsString(f))
+        if (rc || !verify)
             continue;
+        if (!cJSON_IsString(f) || strlen(f->valuestring) != 64 || strchr(f->string, '/')) {
+            n_bad++;
+            fprintf(stderr, "sentinel inspect: ERROR: %s/trainer_state.json: files.%s is not a "
+                    "SHA-256 of a file in the directory\n", dir, f->string);
+            continue;
+        }
         char p[4096], hex[65];
         snprintf(p, sizeof p, "%s/%s", dir, f->string);
         struct sn_err ferr = {0};
@@ -277,6 +285,9 @@ static int inspect_checkpoint(const char *dir, bool json, bool verify, struct sn
     if (n_bad)
         return sn_err_set(err, SN_E_FORMAT, "%s: %zu of %zu files do not match their SHA-256",
                           dir, n_bad, n_files);
+    if (verify && !n_files)
+        return sn_err_set(err, SN_E_FORMAT, "%s/trainer_state.json: no \"files\" object of "
+                          "SHA-256s to verify against", dir);
     return SN_OK;
 }
 
@@ -338,6 +349,10 @@ static int inspect_run(const char *dir, bool json, bool verify, struct sn_err *e
     cJSON *fin = has(dir, "final_metrics.json") ? load_json(dir, "final_metrics.json", err)
                                                 : NULL;
     sn_err_clear(err); /* a missing or unreadable final_metrics.json: the run is unfinished */
+    if (fin && !cJSON_IsObject(fin)) {
+        cJSON_Delete(fin);
+        fin = NULL;
+    }
     cJSON *best = NULL;
     if (latest[0]) {
         snprintf(p, sizeof p, "%s/%s", dir, latest);

@@ -164,6 +164,17 @@ int main(void)
           sn_test_file_has(out, "checkpoint, step 3"));
     CHECK(sn_test_sh("%s inspect --verify %s/ck 2> %s", bin, mdir, out) == 1 &&
           sn_test_file_has(out, "config.json: SHA-256 differs"));
+    /* damaged state files: named errors, never a crash */
+    CHECK(sn_test_sh("cd %s && printf '{\"files\": [1, 2], \"global_step\": \"x\"}' > "
+                     "ck/trainer_state.json && %s inspect ck > /dev/null", mdir, bin) == 0);
+    CHECK(sn_test_sh("cd %s && %s inspect --verify ck 2> %s > /dev/null", mdir, bin, out) == 1 &&
+          sn_test_file_has(out, "no \"files\" object"));
+    CHECK(sn_test_sh("cd %s && printf '{\"files\": {\"../model.safetensors\": 7}}' > "
+                     "ck/trainer_state.json && %s inspect --verify ck 2> %s", mdir, bin, out) == 1 &&
+          sn_test_file_has(out, "is not a SHA-256 of a file in the directory"));
+    CHECK(sn_test_sh("cd %s && printf '{\"files\": ' > ck/trainer_state.json && "
+                     "%s inspect ck 2> %s", mdir, bin, out) == 1 &&
+          sn_test_file_has(out, "trainer_state.json"));
 
     /* a damaged file: clear errors from score and inspect */
     snprintf(p, sizeof p, "%s/bad.gguf", dir);
