@@ -23,6 +23,22 @@ int sn_cmd_score(int argc, char **argv);
 /* `score --detector`: the runtime detector, in both executables (cli/cmd_score_detector.c). */
 int sn_cmd_score_detector(int argc, char **argv);
 bool sn_cli_has_option(int argc, char **argv, const char *name);
+/* What `sentinel score` scores (context, response) pairs with: the runtime detector, or the
+** training-side model in sentinel-torch. Both read pairs the same way (cli/cmd_score_detector.c):
+** JSON Lines {"context", "response"} or {"context", "responses": [...]}, or two files. */
+struct sn_cli_pair_scorer {
+    int  (*score)(void *user, const char *context, const char *response, float *out,
+                  struct sn_err *err);
+    /* n responses after one context (the detector computes the context once) */
+    int  (*score_shared)(void *user, const char *context, const char *const *responses,
+                         size_t n, float *out, struct sn_err *err);
+    void *user;
+};
+/* Prints one reward per line ("%.6f"), in input order; errors name the file and line. */
+int sn_cli_score_jsonl(const char *path, const struct sn_cli_pair_scorer *s,
+                       struct sn_err *err);
+int sn_cli_score_pair_files(const char *context_file, const char *response_file,
+                            const struct sn_cli_pair_scorer *s, struct sn_err *err);
 int sn_cmd_stats(int argc, char **argv);
 int sn_cmd_tokenize(int argc, char **argv);
 int sn_cmd_inspect(int argc, char **argv);

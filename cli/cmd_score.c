@@ -3,7 +3,10 @@
 ** from a HF model directory, optionally with a PEFT adapter checkpoint, reads one sequence per
 ** stdin line (token ids with --ids, else text tokenized with MODEL_DIR/tokenizer.json) and
 ** prints one reward per line ("%.6f"), in input order, computed in batches. Errors name the
-** input line (stdin:LINE). Built without libtorch it exits 3 (not in this build). */
+** input line (stdin:LINE). With --jsonl or --context/--response it scores (context, response)
+** pairs rendered with the prompt template, as the tuple builder and the runtime detector do
+** (tokenizer/template.h), read by the same code as `score --detector`. Built without libtorch
+** it exits 3 (not in this build). */
 #include "cli/cli.h"
 
 #include <getopt.h>
@@ -11,6 +14,7 @@
 #include <string.h>
 
 #ifdef SENTINEL_WITH_TORCH
+#include "tokenizer/template.h"
 #include "tokenizer/tokenizer.h"
 #include "train/train.h"
 
@@ -20,8 +24,9 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: sentinel score --model MODEL_DIR [--adapter CKPT_DIR] [--ids] [--batch N]\n"
-        "                      [--threads N]\n"
+        "usage: sentinel score --model MODEL_DIR [--adapter CKPT_DIR] [--ids | --jsonl FILE |\n"
+        "                      --context FILE --response FILE] [--batch N] [--threads N]\n"
+        "                      [--max-tokens N]\n"
         "\n"
         "Scores sequences with the training-side reward model R(r + c) (train/, libtorch, f32 on\n"
         "the CPU): reads one sequence per line on stdin and prints one reward per line (%%.6f),\n"
@@ -37,6 +42,15 @@ static void usage(FILE *f)
         "  --ids              input lines are space-separated token ids (e.g. from\n"
         "                     `sentinel tokenize`); without it, lines are UTF-8 text encoded with\n"
         "                     MODEL_DIR/tokenizer.json (no special tokens added)\n"
+        "  --jsonl FILE       JSON Lines ('-' = stdin) of {\"context\": C, \"response\": R} (or\n"
+        "                     \"responses\": [R1, ...]): each pair rendered with the prompt\n"
+        "                     template (sentinel-chatml/1, as in training) and scored\n"
+        "  --context FILE --response FILE\n"
+        "                     one (context, response) pair from two files\n"
+        "  --max-tokens N     longest rendered pair; longer ones lose history, then the front\n"
+        "                     of the response, as in `sentinel build` (default: the model's\n"
+        "                     max_position_embeddings; give the shards' max_len to score\n"
+        "                     exactly as training did)\n"
         "  --batch N          sequences per forward pass (default 8)\n"
         "  --threads N        libtorch intra-op threads (default: libtorch's choice)\n"
         "  -h, --help         this help\n"
@@ -132,7 +146,47 @@ static int parse_ids(const char *line, uint64_t lineno, int64_t vocab, struct sn
     return SN_OK;
 }
 
+/* (context, response) pairs through the template, one forward each (cli/cli.h). */
+struct model_pairs {
+    struct sn_model           *m;
+    const struct sn_tokenizer *tok;
+    size_t                     max_len;
+    int64_t                    vocab;
+};
+
+static int model_pair(void *user, const char *context, const char *response, float *out,
+                      struct sn_err *err)
+{
+    struct model_pairs *mp = user;
+    struct sn_prompt pr = {0};
+    pr.task = context;
+    struct sn_ids ids = {0};
+    int rc = sn_template_encode(mp->tok, &pr, response, mp->max_len, &ids, NULL, NULL, err);
+    for (size_t i = 0; !rc && i < ids.n; i++)
+        if (ids.v[i] >= mp->vocab)
+            rc = sn_err_set(err, SN_E_FORMAT, "the tokenizer produced id %d but the model's "
+                            "vocabulary has %lld", ids.v[i], (long long)mp->vocab);
+    if (!rc) {
+        struct sn_model_batch b = {ids.v, NULL, 1, (int64_t)ids.n};
+        rc = sn_model_forward_host(mp->m, &b, out, NULL, err);
+    }
+    sn_ids_free(&ids);
+    return rc;
+}
+
+static int model_shared(void *user, const char *context, const char *const *responses,
+                        size_t n, float *out, struct sn_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = model_pair(user, context, responses[i], &out[i], err);
+        if (rc)
+            return sn_err_wrap(err, "responses[%zu]", i);
+    }
+    return SN_OK;
+}
+
 static int run(const char *model_dir, const char *adapter_dir, bool ids_mode, int batch,
+               const char *jsonl, const char *cfile, const char *rfile, long max_tokens,
                struct sn_err *err)
 {
     struct sn_model *m = NULL;
@@ -165,7 +219,18 @@ static int run(const char *model_dir, const char *adapter_dir, bool ids_mode, in
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     int64_t vocab = m ? sn_model_get_config(m)->vocab_size : 0;
     int64_t max_len = m ? sn_model_get_config(m)->max_position_embeddings : 0;
-    while (!rc) {
+    if (!rc && (jsonl || cfile)) {
+        if (max_tokens > max_len)
+            rc = sn_err_set(err, SN_E_ARG, "--max-tokens %ld exceeds the model's "
+                            "max_position_embeddings %lld", max_tokens, (long long)max_len);
+        struct model_pairs mp = {m, tok, (size_t)(max_tokens > 0 ? max_tokens : max_len), vocab};
+        struct sn_cli_pair_scorer sc = {model_pair, model_shared, &mp};
+        if (!rc)
+            rc = cfile ? sn_cli_score_pair_files(cfile, rfile, &sc, err)
+                       : sn_cli_score_jsonl(jsonl, &sc, err);
+        fflush(stdout);
+    }
+    while (!rc && !jsonl && !cfile) {
         errno = 0;
         ssize_t n = getline(&line, &cap, stdin);
         if (n < 0) {
@@ -207,7 +272,7 @@ static int run(const char *model_dir, const char *adapter_dir, bool ids_mode, in
         if ((int)p.n == batch)
             rc = flush_batch(m, &p, err);
     }
-    if (!rc)
+    if (!rc && !jsonl && !cfile)
         rc = flush_batch(m, &p, err);
     if (p.seq)
         pending_clear(&p);
@@ -229,11 +294,14 @@ int sn_cmd_score(int argc, char **argv)
         {"model", required_argument, NULL, 'm'},   {"adapter", required_argument, NULL, 'a'},
         {"ids", no_argument, NULL, 'i'},           {"batch", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+        {"jsonl", required_argument, NULL, 'j'},   {"context", required_argument, NULL, 'c'},
+        {"response", required_argument, NULL, 'r'},
+        {"max-tokens", required_argument, NULL, 'x'},
         {NULL, 0, NULL, 0},
     };
-    const char *model = NULL, *adapter = NULL;
+    const char *model = NULL, *adapter = NULL, *jsonl = NULL, *cfile = NULL, *rfile = NULL;
     bool ids = false;
-    long batch = 8, threads = 0;
+    long batch = 8, threads = 0, max_tokens = 0;
     optind = 1;
     opterr = 0;
     for (;;) {
@@ -255,6 +323,14 @@ int sn_cmd_score(int argc, char **argv)
             if (!*optarg || *end || threads < 1 || threads > 4096)
                 return sn_cli_usage_error("score", "--threads must be a positive integer");
             break;
+        case 'j': jsonl = optarg; break;
+        case 'c': cfile = optarg; break;
+        case 'r': rfile = optarg; break;
+        case 'x':
+            max_tokens = strtol(optarg, &end, 10);
+            if (!*optarg || *end || max_tokens < 1 || max_tokens > (1L << 24))
+                return sn_cli_usage_error("score", "--max-tokens must be a positive integer");
+            break;
         case 'h': usage(stdout); return SN_EXIT_OK;
         default:
             return sn_cli_usage_error("score", "unknown or incomplete option '%s'",
@@ -265,15 +341,22 @@ int sn_cmd_score(int argc, char **argv)
         return sn_cli_usage_error("score", "unexpected argument '%s'", argv[optind]);
     if (!model)
         return sn_cli_usage_error("score", "--model MODEL_DIR is required");
+    if (!cfile != !rfile)
+        return sn_cli_usage_error("score", "--context and --response go together");
+    if ((ids + !!jsonl + !!cfile) > 1)
+        return sn_cli_usage_error("score", "choose one input: --ids, --jsonl or "
+                                  "--context/--response");
 #ifdef SENTINEL_WITH_TORCH
     if (threads > 0)
         sn_aten_set_num_threads((int)threads);
     struct sn_err err = {0};
-    int rc = run(model, adapter, ids, (int)batch, &err);
+    int rc = run(model, adapter, ids, (int)batch, jsonl, cfile, rfile, max_tokens, &err);
     return rc ? sn_cli_fail("score", &err) : SN_EXIT_OK;
 #else
     (void)adapter;
     (void)ids;
+    (void)jsonl;
+    (void)max_tokens;
     (void)batch;
     (void)threads;
     return sn_cli_unavailable("score", "this build has no libtorch (configured with "

@@ -1,7 +1,9 @@
 /* cli/cmd_score_detector.c: `sentinel score --detector D.gguf` (docs/design.md §1): the runtime
 ** detector (export/export.h, pure C + OpenBLAS) inside `sentinel` itself, no libtorch. It is
 ** compiled into both executables; `score` without --detector is the training-side model
-** (cli/cmd_score.c, in sentinel-torch). Prints one reward per line ("%.6f"). */
+** (cli/cmd_score.c, in sentinel-torch), which reads (context, response) pairs through the
+** same readers here (sn_cli_score_jsonl, sn_cli_score_pair_files). Prints one reward per line
+** ("%.6f"). */
 #include "cli/cli.h"
 #include "export/export.h"
 #include "tokenizer/tokenizer.h"
@@ -94,7 +96,8 @@ static int score_lines(struct sn_detector *d, bool ids_mode, struct sn_err *err)
     return rc;
 }
 
-static int score_jsonl(struct sn_detector *d, const char *path, struct sn_err *err)
+int sn_cli_score_jsonl(const char *path, const struct sn_cli_pair_scorer *sc,
+                       struct sn_err *err)
 {
     struct sn_lines *lr = NULL;
     const char *name = strcmp(path, "-") ? path : "/dev/stdin";
@@ -125,7 +128,7 @@ static int score_jsonl(struct sn_detector *d, const char *path, struct sn_err *e
                             where);
         } else if (cJSON_IsString(r)) {
             float s = 0;
-            rc = sn_detector_score(d, c->valuestring, r->valuestring, &s, err);
+            rc = sc->score(sc->user, c->valuestring, r->valuestring, &s, err);
             if (!rc)
                 printf("%.6f\n", s);
         } else {
@@ -144,7 +147,7 @@ static int score_jsonl(struct sn_detector *d, const char *path, struct sn_err *e
                 resp[k++] = x->valuestring;
             }
             if (!rc)
-                rc = sn_detector_score_shared(d, c->valuestring, resp, n, scores, err);
+                rc = sc->score_shared(sc->user, c->valuestring, resp, n, scores, err);
             for (size_t i = 0; !rc && i < n; i++)
                 printf("%.6f\n", scores[i]);
             sn_free(resp);
@@ -158,6 +161,36 @@ static int score_jsonl(struct sn_detector *d, const char *path, struct sn_err *e
     }
     sn_lines_close(lr);
     return rc;
+}
+
+int sn_cli_score_pair_files(const char *context_file, const char *response_file,
+                            const struct sn_cli_pair_scorer *sc, struct sn_err *err)
+{
+    char *ctx = NULL, *resp = NULL;
+    size_t n = 0;
+    float s = 0;
+    int rc = sn_file_read(context_file, 0, &ctx, &n, err);
+    if (!rc)
+        rc = sn_file_read(response_file, 0, &resp, &n, err);
+    if (!rc)
+        rc = sc->score(sc->user, ctx, resp, &s, err);
+    if (!rc)
+        printf("%.6f\n", s);
+    sn_free(ctx);
+    sn_free(resp);
+    return rc;
+}
+
+static int detector_pair(void *user, const char *context, const char *response, float *out,
+                         struct sn_err *err)
+{
+    return sn_detector_score(user, context, response, out, err);
+}
+
+static int detector_shared(void *user, const char *context, const char *const *responses,
+                           size_t n, float *out, struct sn_err *err)
+{
+    return sn_detector_score_shared(user, context, responses, n, out, err);
 }
 
 int sn_cmd_score_detector(int argc, char **argv)
@@ -215,21 +248,11 @@ int sn_cmd_score_detector(int argc, char **argv)
     struct sn_err err = {0};
     struct sn_detector *d = NULL;
     int rc = sn_detector_open(det, &dp, &d, &err);
+    struct sn_cli_pair_scorer sc = {detector_pair, detector_shared, d};
     if (!rc && cfile) {
-        char *ctx = NULL, *resp = NULL;
-        size_t n = 0;
-        float s = 0;
-        rc = sn_file_read(cfile, 0, &ctx, &n, &err);
-        if (!rc)
-            rc = sn_file_read(rfile, 0, &resp, &n, &err);
-        if (!rc)
-            rc = sn_detector_score(d, ctx, resp, &s, &err);
-        if (!rc)
-            printf("%.6f\n", s);
-        sn_free(ctx);
-        sn_free(resp);
+        rc = sn_cli_score_pair_files(cfile, rfile, &sc, &err);
     } else if (!rc && jsonl) {
-        rc = score_jsonl(d, jsonl, &err);
+        rc = sn_cli_score_jsonl(jsonl, &sc, &err);
     } else if (!rc) {
         rc = score_lines(d, ids, &err);
     }

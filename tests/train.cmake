@@ -26,3 +26,12 @@ if(SENTINEL_WITH_TORCH)
                        LABELS noasan FIXTURES_REQUIRED trained_run
                        WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
 endif()
+
+# `sentinel score --model` and `--detector` read (context, response) pairs alike and agree on
+# the trained fixture and its export (tests/score_pairs.sh).
+if(SENTINEL_WITH_TORCH)
+  add_test(NAME score_pairs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/score_pairs.sh)
+  set_tests_properties(score_pairs PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 300
+                       LABELS noasan FIXTURES_REQUIRED trained_run
+                       WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
+endif()
