@@ -21,6 +21,8 @@
 ** gradients; the small LoRA products are left out); attention 2 T D per token and layer
 ** forward (QK^T and PV over the causal half of T keys), twice that in backward.
 **
+** Runs with sn_tune_host_allocator as `sentinel` does (TS_DEFAULT_MALLOC=1: without).
+**
 ** Not timed in tests; bench/train_step.sh runs the configurations. */
 #include "data/shard.h"
 #include "tests/testutil_qwen2.h"
@@ -109,6 +111,10 @@ int main(int argc, char **argv)
     snprintf(out, sizeof out, "%s/out", dir);
     struct sn_err err = {0};
     sn_log_set_level(SN_LOG_ERROR);
+    /* as `sentinel` does at start for every command (cli/main.c; common.h:
+    ** sn_tune_host_allocator): freed activation blocks are kept and reused, not re-faulted */
+    if (!getenv("TS_DEFAULT_MALLOC"))
+        sn_tune_host_allocator((size_t)1 << 30);
     int rc = make_shards(shards, batch * (steps + warm + 1), seq, 512, ratio, &err);
     struct sn_train_params p = sn_train_default_params();
     int bm;

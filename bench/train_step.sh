@@ -12,8 +12,10 @@
 #  3. the batching modes (docs/train.md "Packed and shared-prefix batches") on tuples whose
 #     three sequences share a context 4x longer than their responses (TS_BSEQ tokens, 512),
 #     and the tuples/s ratio of packed and shared_prefix over padded.
-# Env: TS_SEQ (256), TS_BATCH (8), TS_STEPS (4; TS_STEPS_100M 2), TS_THREADS (nproc: both
-# sides), TS_BSEQ (512). One warm-up step before the timed ones on both sides.
+# Env: TS_SEQ (256), TS_BATCH (8), TS_STEPS (8; TS_STEPS_100M 3), TS_THREADS (nproc: both
+# sides), TS_BSEQ (512). One warm-up step before the timed ones on both sides. bench_train_step
+# runs with the allocator setting `sentinel` applies at start (sn_tune_host_allocator;
+# TS_DEFAULT_MALLOC=1 measures without it).
 set -euo pipefail
 build=${1:-build}
 build=$(cd "$build" && pwd)
@@ -64,21 +66,21 @@ row() {
 }
 for cfg in tiny small; do
   for mode in full lora; do
-    for ck in 0 1; do row $cfg $mode $ck "$batch" "${TS_STEPS:-4}"; done
+    for ck in 0 1; do row $cfg $mode $ck "$batch" "${TS_STEPS:-8}"; done
   done
 done
-for ck in 0 1; do row 100m lora $ck "$batch" "${TS_STEPS_100M:-2}"; done
+for ck in 0 1; do row 100m lora $ck "$batch" "${TS_STEPS_100M:-3}"; done
 [ "$have_torch" = 1 ] || echo "(PyTorch columns skipped: /usr/bin/python3 cannot import torch)"
 
 echo
-echo "== gradient checkpointing at seq 1024 (one warm-up, ${TS_STEPS_100M:-2} timed steps)"
+echo "== gradient checkpointing at seq 1024 (one warm-up, ${TS_STEPS_100M:-3} timed steps)"
 printf '%-6s %-5s %6s %10s %10s %10s %10s\n' config mode batch step_s step_s_ck rss_MB rss_MB_ck
 for spec in "small full 8" "100m lora 2"; do
   read -r cfg mode bt <<<"$spec"
   a=$(ours --config "$cfg" --mode "$mode" --ckpt 0 --seq 1024 --batch "$bt" \
-      --steps "${TS_STEPS_100M:-2}" --warmup 1)
+      --steps "${TS_STEPS_100M:-3}" --warmup 1)
   c=$(ours --config "$cfg" --mode "$mode" --ckpt 1 --seq 1024 --batch "$bt" \
-      --steps "${TS_STEPS_100M:-2}" --warmup 1)
+      --steps "${TS_STEPS_100M:-3}" --warmup 1)
   printf '%-6s %-5s %6s %10s %10s %10s %10s' "$cfg" "$mode" "$bt" "$(get step_s "$a")" \
     "$(get step_s "$c")" "$(get peak_rss_mb "$a")" "$(get peak_rss_mb "$c")"
   awk -v ta="$(get step_s "$a")" -v tc="$(get step_s "$c")" -v ra="$(get peak_rss_mb "$a")" \
@@ -96,7 +98,7 @@ for cfg in tiny small; do
     base=""
     for bm in padded packed shared_prefix; do
       out=$(ours --config $cfg --mode full --ckpt $ck --seq "$bseq" --batch "$batch" \
-            --steps "${TS_STEPS:-4}" --warmup 1 --batching $bm --ctx-ratio 4)
+            --steps "${TS_STEPS:-8}" --warmup 1 --batching $bm --ctx-ratio 4)
       tps=$(get tuples_per_s "$out")
       [ -z "$base" ] && base=$tps
       printf '%-6s %-5s %-14s %10s %10s %9s %8s %9s\n' $cfg $ck $bm "$(get step_s "$out")" \
