@@ -239,6 +239,9 @@ int sn_aten_silu(const struct sn_tensor *t, struct sn_tensor **out, struct sn_er
 /* The Qwen2 MLP gate: silu(g) * u, g and u of the same shape (one fused pass on the CPU). */
 int sn_aten_swiglu(const struct sn_tensor *g, const struct sn_tensor *u, struct sn_tensor **out,
                    struct sn_err *err);
+/* The same gate on one fused gate|up product: x (..., 2I) = [g | u] -> silu(g) * u (..., I);
+** the gradient comes back as one (..., 2I) tensor. */
+int sn_aten_swiglu_cat(const struct sn_tensor *x, struct sn_tensor **out, struct sn_err *err);
 /* log σ(x), computed stably (no -inf below x ≈ -88 in f32). */
 int sn_aten_logsigmoid(const struct sn_tensor *t, struct sn_tensor **out, struct sn_err *err);
 int sn_aten_relu(const struct sn_tensor *t, struct sn_tensor **out, struct sn_err *err);

@@ -646,6 +646,64 @@ struct SwigluFn : public torch::autograd::Function<SwigluFn> {
     }
 };
 
+// The same gate on the output of one fused gate|up GEMM (docs/train.md "Speed"): x (..., 2I)
+// holds g in its first I columns and u in its last I, y (..., I). The backward writes dg and
+// du into one (..., 2I) gradient, the layout the GEMM's backward reads, so the gate and up
+// projections need no split and no gradient concatenation. Saved: x.
+template <class T> static void swiglu_cat_fwd_kernel(const T *x, T *y, int64_t rows, int64_t I)
+{
+    parallel_chunks(rows, rows_grain(I), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; r++)
+            swiglu_fwd_range_any<T>(x + r * 2 * I, x + r * 2 * I + I, y + r * I, 0, I);
+    });
+}
+
+template <class T>
+static void swiglu_cat_bwd_kernel(const T *x, const T *dy, T *dx, int64_t rows, int64_t I)
+{
+    parallel_chunks(rows, rows_grain(I), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; r++) {
+            const T *row = x + r * 2 * I;
+            T *drow = dx + r * 2 * I;
+            swiglu_bwd_range_any<T>(row, row + I, dy + r * I, drow, drow + I, 0, I);
+        }
+    });
+}
+
+struct SwigluCatFn : public torch::autograd::Function<SwigluCatFn> {
+    static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x_in)
+    {
+        at::Tensor x = x_in.contiguous();
+        int64_t I = x.size(-1) / 2, rows = x.numel() / (2 * I);
+        std::vector<int64_t> ys = x.sizes().vec();
+        ys.back() = I;
+        at::Tensor y = at::empty(ys, x.options());
+        AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sn_fused_swiglu_cat", [&] {
+            swiglu_cat_fwd_kernel<scalar_t>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
+                                            rows, I);
+        });
+        ctx->save_for_backward({x});
+        return y;
+    }
+
+    static variable_list backward(AutogradContext *ctx, variable_list grads)
+    {
+        no_double_backward("swiglu_cat");
+        at::Tensor dx;
+        if (!ctx->needs_input_grad(0))
+            return {dx};
+        const at::Tensor x = ctx->get_saved_variables()[0];
+        at::Tensor dy = grads[0].contiguous();
+        int64_t I = x.size(-1) / 2, rows = x.numel() / (2 * I);
+        dx = at::empty_like(x);
+        AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sn_fused_swiglu_cat_bwd", [&] {
+            swiglu_cat_bwd_kernel<scalar_t>(x.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(),
+                                            dx.data_ptr<scalar_t>(), rows, I);
+        });
+        return {dx};
+    }
+};
+
 } // namespace
 
 // ---- entry points: decline (undefined tensor) where the kernels do not apply ---------------
@@ -694,6 +752,15 @@ at::Tensor swiglu(const at::Tensor &g, const at::Tensor &u)
     if (!usable(g, st) || !usable(u, st) || !g.sizes().equals(u.sizes()) || g.numel() == 0)
         return at::Tensor();
     return SwigluFn::apply(g, u);
+}
+
+at::Tensor swiglu_cat(const at::Tensor &x)
+{
+    if (!x.defined() || !float_type(x.scalar_type()))
+        return at::Tensor();
+    if (!usable(x, x.scalar_type()) || x.dim() < 1 || x.size(-1) % 2 != 0 || x.numel() == 0)
+        return at::Tensor();
+    return SwigluCatFn::apply(x);
 }
 
 } // namespace fused

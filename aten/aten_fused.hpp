@@ -35,6 +35,8 @@ at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps);
 at::Tensor apply_rotary(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin);
 // y = silu(g) * u (the Qwen2 MLP's gate); g and u of the same shape. Saves g and u.
 at::Tensor swiglu(const at::Tensor &g, const at::Tensor &u);
+// silu(x[..., :I]) * x[..., I:] for x (..., 2I): the gate on a fused gate|up product. Saves x.
+at::Tensor swiglu_cat(const at::Tensor &x);
 
 } // namespace fused
 } // namespace sn_aten

@@ -143,6 +143,22 @@ extern "C" int sn_aten_swiglu(const struct sn_tensor *g, const struct sn_tensor 
     });
 }
 
+extern "C" int sn_aten_swiglu_cat(const struct sn_tensor *x, struct sn_tensor **out,
+                                  struct sn_err *err)
+{
+    return run("swiglu_cat", out, err, [&] {
+        const at::Tensor &xt = ten(x);
+        if (xt.dim() < 1 || xt.size(-1) % 2 != 0)
+            throw ArgError("x " + std::string(c10::str(xt.sizes())) +
+                           ": want (..., 2I), the gate and up halves side by side");
+        at::Tensor f = fused::swiglu_cat(xt);
+        if (f.defined())
+            return f;
+        int64_t I = xt.size(-1) / 2;
+        return at::silu(xt.narrow(-1, 0, I)) * xt.narrow(-1, I, I);
+    });
+}
+
 static at::Tensor repeat_kv(const at::Tensor &x, int64_t n_rep)
 {
     if (x.dim() != 4)

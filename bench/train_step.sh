@@ -7,7 +7,8 @@
 #     the sgemm peak (BUILD/bench/gemm_peak.txt, measured here by bench_gemm_peak when absent),
 #     data wait as a share of the step, peak RSS; PyTorch with its defaults (as users run it)
 #     and with sentinel-torch's process settings (glibc keeps freed blocks, passive OpenMP
-#     wait: cli/torch_shim.c), and sentinel's ratio over each.
+#     wait, OpenBLAS workers that sleep at once: cli/torch_shim.c), and sentinel's ratio over
+#     each.
 #  2. gradient checkpointing at seq 1024: peak RSS and step time with and without it.
 #  3. the batching modes (docs/train.md "Packed and shared-prefix batches") on tuples whose
 #     three sequences share a context 4x longer than their responses (TS_BSEQ tokens, 512),
@@ -32,13 +33,17 @@ if [ ! -f "$build/bench/gemm_peak.txt" ] && [ -x "$build/bench/bench_gemm_peak" 
   "$build/bench/bench_gemm_peak" "$build/bench/gemm_peak.txt" > /dev/null
 fi
 peak=$(sed -n 's/^gemm_peak_gflops=//p' "$build/bench/gemm_peak.txt" 2>/dev/null | head -1)
-ours() { env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" "$b" --threads "$threads" "$@"; }
+ours() {
+  env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" \
+      OPENBLAS_THREAD_TIMEOUT="${OPENBLAS_THREAD_TIMEOUT:-4}" "$b" --threads "$threads" "$@"
+}
 ref() { /usr/bin/python3 "$src/bench/ref/train_step_ref.py" --threads "$threads" "$@"; }
 # PyTorch with the process settings sentinel-torch runs with (sn_tune_host_allocator's glibc
-# settings, libgomp's passive wait), so the ratio isolates the code from the settings
+# settings, libgomp's passive wait, OPENBLAS_THREAD_TIMEOUT), so the ratio isolates the code
+# from the settings
 ref_same() {
   env MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 \
-      MALLOC_TOP_PAD_=67108864 OMP_WAIT_POLICY=PASSIVE \
+      MALLOC_TOP_PAD_=67108864 OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 \
       /usr/bin/python3 "$src/bench/ref/train_step_ref.py" --threads "$threads" "$@"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }

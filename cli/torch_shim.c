@@ -32,6 +32,12 @@ static int hand_over(const char *cmd, int argc, char **argv)
         ** spinning after a fused kernel slow the GEMM that follows (bench/forward_backward.sh:
         ** +15% training throughput on 2 cores). A user's own setting wins. */
         setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+        /* The other way round: OpenBLAS's pthread workers spin (sched_yield) for 2^28
+        ** cycles after each product, taking the cores from the fused kernels and from the
+        ** OpenMP workers in between; 2^4 puts them to sleep at once (docs/train.md "Speed":
+        ** +8% on the ~100M step, +13-30% on the small configs, on 2 cores). OpenBLAS reads
+        ** it when it loads. A user's own setting wins. */
+        setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
         fflush(NULL);
         execv(helper, args);
         int e = errno;

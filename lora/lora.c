@@ -141,6 +141,148 @@ int sn_lora_linear_forward_add(const struct sn_lora_linear *l, const struct sn_t
     return rc ? rc : add_adapter_term(l, y, x, training, gen, out, err);
 }
 
+/* B_blk (Σ out_i, Σ r_j over live adapters j): projection i's rows hold B_i·(scale_i / s0) in
+** the columns of its own adapter and zeros elsewhere, so (x Aᵀ_cat) B_blkᵀ gives each
+** projection exactly its own (x A_iᵀ) B_iᵀ: the zero blocks add exact zeros. */
+static int block_b(const struct sn_lora_linear *const *l, const bool *live, const int64_t *outs,
+                   size_t n, int64_t r_total, double s0, struct sn_tensor **out,
+                   struct sn_err *err)
+{
+    struct sn_tensor *rows[SN_LORA_TARGET_COUNT] = {0}, *parts[3] = {0};
+    int rc = SN_OK;
+    int64_t r_before = 0;
+    const struct sn_tensor *like = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (live[i])
+            like = l[i]->B;
+    enum sn_dtype dt = sn_tensor_dtype(like);
+    struct sn_device dev = sn_tensor_device(like);
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!live[i]) {
+            int64_t sz[2] = {outs[i], r_total};
+            rc = sn_aten_zeros(sz, 2, dt, dev, &rows[i], err);
+            continue;
+        }
+        int64_t r = sn_tensor_size(l[i]->A, 0), r_after = r_total - r_before - r;
+        size_t np = 0;
+        if (r_before > 0) {
+            int64_t sz[2] = {outs[i], r_before};
+            rc = sn_aten_zeros(sz, 2, dt, dev, &parts[np++], err);
+        }
+        if (!rc && l[i]->scale != s0)
+            rc = sn_aten_mul_scalar(l[i]->B, l[i]->scale / s0, &parts[np++], err);
+        else if (!rc)
+            rc = sn_tensor_alias(l[i]->B, &parts[np++], err);
+        if (!rc && r_after > 0) {
+            int64_t sz[2] = {outs[i], r_after};
+            rc = sn_aten_zeros(sz, 2, dt, dev, &parts[np++], err);
+        }
+        if (!rc)
+            rc = sn_aten_cat(parts, np, 1, &rows[i], err);
+        for (size_t j = 0; j < 3; j++) {
+            sn_tensor_free(parts[j]);
+            parts[j] = NULL;
+        }
+        r_before += r;
+    }
+    if (!rc)
+        rc = sn_aten_cat(rows, n, 0, out, err);
+    for (size_t i = 0; i < n; i++)
+        sn_tensor_free(rows[i]);
+    return rc;
+}
+
+/* x A_jᵀ of every live adapter side by side (..., Σ r_j): one GEMM over the concatenated A's,
+** or, with dropout in training, one product per adapter on its own dropout of x (PEFT draws a
+** mask per module), in member order as separate sn_lora_linear_forward calls draw them. */
+static int adapters_input(const struct sn_lora_linear *const *l, const bool *live, size_t n,
+                          const struct sn_tensor *x, bool training, struct sn_aten_gen *gen,
+                          struct sn_tensor **out, struct sn_err *err)
+{
+    struct sn_tensor *parts[SN_LORA_TARGET_COUNT] = {0}, *acat = NULL;
+    bool dropout = false;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (live[i])
+            dropout |= training && l[i]->dropout > 0.0;
+    int rc = SN_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!live[i])
+            continue;
+        if (!dropout) {
+            rc = sn_tensor_alias(l[i]->A, &parts[k++], err);
+            continue;
+        }
+        struct sn_tensor *xd = NULL;
+        if (l[i]->dropout > 0.0)
+            rc = sn_aten_dropout(x, l[i]->dropout, true, gen, &xd, err);
+        if (!rc)
+            rc = sn_aten_linear(xd ? xd : x, l[i]->A, NULL, &parts[k++], err);
+        sn_tensor_free(xd);
+    }
+    if (!rc && !dropout) {
+        rc = sn_aten_cat(parts, k, 0, &acat, err);
+        if (!rc)
+            rc = sn_aten_linear(x, acat, NULL, out, err);
+    } else if (!rc) {
+        rc = sn_aten_cat(parts, k, -1, out, err);
+    }
+    sn_tensor_free(acat);
+    for (size_t i = 0; i < k; i++)
+        sn_tensor_free(parts[i]);
+    return rc;
+}
+
+int sn_lora_group_forward(const struct sn_lora_linear *const *l,
+                          const struct sn_tensor *const *W, const struct sn_tensor *const *bias,
+                          size_t n, const struct sn_tensor *x, bool training,
+                          struct sn_aten_gen *gen, struct sn_tensor **out, struct sn_err *err)
+{
+    *out = NULL;
+    if (n < 1 || n > SN_LORA_TARGET_COUNT)
+        return sn_err_set(err, SN_E_ARG, "lora group: %zu projections (expected 1..%d)", n,
+                          SN_LORA_TARGET_COUNT);
+    bool has_bias = bias && bias[0], live[SN_LORA_TARGET_COUNT] = {0};
+    int64_t outs[SN_LORA_TARGET_COUNT], r_total = 0;
+    double s0 = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if ((bias && bias[i]) != has_bias)
+            return sn_err_set(err, SN_E_ARG, "lora group: projection %zu %s a bias and "
+                              "projection 0 %s", i, has_bias ? "lacks" : "has",
+                              has_bias ? "has" : "lacks");
+        outs[i] = sn_tensor_size(W[i], 0);
+        live[i] = l && l[i] && !l[i]->merged;
+        if (live[i]) {
+            if (r_total == 0)
+                s0 = l[i]->scale;
+            r_total += sn_tensor_size(l[i]->A, 0);
+        }
+    }
+    struct sn_tensor *wcat = NULL, *bcat = NULL, *y = NULL, *xa = NULL, *bblk = NULL;
+    /* the casts only drop const: cat reads its inputs */
+    int rc = sn_aten_cat((struct sn_tensor *const *)W, n, 0, &wcat, err);
+    if (!rc && has_bias)
+        rc = sn_aten_cat((struct sn_tensor *const *)bias, n, 0, &bcat, err);
+    if (!rc)
+        rc = sn_aten_linear(x, wcat, bcat, &y, err);
+    if (!rc && r_total > 0) {
+        rc = adapters_input(l, live, n, x, training, gen, &xa, err);
+        if (!rc)
+            rc = block_b(l, live, outs, n, r_total, s0, &bblk, err);
+        if (!rc)
+            rc = sn_aten_add_linear(y, xa, bblk, s0, out, err);
+    } else if (!rc) {
+        *out = y;
+        y = NULL;
+    }
+    sn_tensor_free(wcat);
+    sn_tensor_free(bcat);
+    sn_tensor_free(y);
+    sn_tensor_free(xa);
+    sn_tensor_free(bblk);
+    return rc ? sn_err_wrap(err, "lora group of %zu projections", n) : SN_OK;
+}
+
 int sn_lora_delta(const struct sn_lora_linear *l, struct sn_tensor **out, struct sn_err *err)
 {
     *out = NULL;

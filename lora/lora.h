@@ -81,6 +81,16 @@ int  sn_lora_linear_forward_add(const struct sn_lora_linear *l, const struct sn_
                                 const struct sn_tensor *x, const struct sn_tensor *W,
                                 bool training, struct sn_aten_gen *gen, struct sn_tensor **out,
                                 struct sn_err *err);
+/* Projections that read the same x (Qwen2's q, k, v; gate, up) as one GEMM over their
+** concatenated weights, and their live adapters as two more (x [A_1; A_2; ...]ᵀ, then a
+** block-diagonal B added in the same call): the outputs side by side, (..., Σ out_i), each
+** y_i = linear(x, W_i, bias_i) + its adapter term as sn_lora_linear_forward computes it.
+** l (may be NULL, as may any l[i]), W and bias (NULL, or n entries all set or all NULL) hold n
+** entries in the output's column order. Fewer, larger GEMMs: docs/train.md "Speed". */
+int  sn_lora_group_forward(const struct sn_lora_linear *const *l,
+                           const struct sn_tensor *const *W, const struct sn_tensor *const *bias,
+                           size_t n, const struct sn_tensor *x, bool training,
+                           struct sn_aten_gen *gen, struct sn_tensor **out, struct sn_err *err);
 /* W (out, in) in place: W += scale · B A (under no-grad), keeping a copy for unmerge.
 ** Merging twice is SN_E_ARG. */
 int  sn_lora_merge(struct sn_lora_linear *l, struct sn_tensor *W, struct sn_err *err);

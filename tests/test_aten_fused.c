@@ -87,6 +87,7 @@ OP1(t_abs, sn_aten_abs(a, &o, &E))
 OP2(t_mul, sn_aten_mul(a, b, &o, &E))
 OP2(t_add, sn_aten_add(a, b, &o, &E))
 OP2(t_swiglu, sn_aten_swiglu(a, b, &o, &E))
+OP1(t_swiglu_cat, sn_aten_swiglu_cat(a, &o, &E))
 
 static struct sn_tensor *t_transpose(const struct sn_tensor *a, int d0, int d1)
 {
@@ -510,6 +511,37 @@ static struct sn_tensor *r_swi_t(struct sn_tensor *const *p, void *ctx)
     return ref_swiglu(t_transpose(p[0], 0, 1), t_transpose(p[1], 0, 1));
 }
 
+/* swiglu_cat on [g | u] against swiglu on the two halves (x (..., 2I)) */
+static struct sn_tensor *t_half(const struct sn_tensor *x, int which)
+{
+    int64_t I = sn_tensor_size(x, -1) / 2;
+    struct sn_tensor *o = NULL;
+    OK(sn_aten_narrow(x, sn_tensor_ndim(x) - 1, which * I, I, &o, &E));
+    return K(o);
+}
+static struct sn_tensor *f_swc(struct sn_tensor *const *p, void *ctx)
+{
+    (void)ctx;
+    return t_swiglu_cat(p[0]);
+}
+static struct sn_tensor *r_swc(struct sn_tensor *const *p, void *ctx)
+{
+    (void)ctx;
+    return ref_swiglu(t_half(p[0], 0), t_half(p[0], 1));
+}
+/* a transposed (non-contiguous) input: the op copies it once */
+static struct sn_tensor *f_swc_t(struct sn_tensor *const *p, void *ctx)
+{
+    (void)ctx;
+    return t_swiglu_cat(t_transpose(p[0], 0, 1));
+}
+static struct sn_tensor *r_swc_t(struct sn_tensor *const *p, void *ctx)
+{
+    (void)ctx;
+    struct sn_tensor *x = t_transpose(p[0], 0, 1);
+    return ref_swiglu(t_half(x, 0), t_half(x, 1));
+}
+
 static void test_fd(void)
 {
     const enum sn_dtype F = SN_DTYPE_F64;
@@ -534,6 +566,9 @@ static void test_fd(void)
     int64_t s25[2] = {2, 5};
     struct sn_tensor *pg[2] = {leaf_scaled(s25, 2, F, 3.0), leaf(s25, 2, F)}; /* wide gates */
     fd_check("swiglu (2,5)", f_swi, pg, 2, NULL);
+    int64_t s2x3x10[3] = {2, 3, 10};
+    struct sn_tensor *pc[1] = {leaf_scaled(s2x3x10, 3, F, 3.0)};
+    fd_check("swiglu_cat (2,3,10)", f_swc, pc, 1, NULL);
     release();
 }
 
@@ -589,6 +624,18 @@ static void test_cmp(enum sn_dtype dt)
     struct sn_tensor *pgt[2] = {leaf(sgt, 2, dt), leaf(sgt, 2, dt)};
     snprintf(what, sizeof what, "swiglu %s (11,5)^T", dname(dt));
     cmp_check(what, f_swi_t, r_swi_t, pgt, 2, NULL, tol);
+    /* I = 41 and 3: rows that end in the scalar tail, and rows shorter than a vector */
+    int64_t sc[3][3] = {{2, 3, 82}, {5, 1, 6}, {1, 1, 2}};
+    for (int k = 0; k < 3; k++) {
+        struct sn_tensor *pc[1] = {leaf_scaled(sc[k], 3, dt, 4.0)};
+        snprintf(what, sizeof what, "swiglu_cat %s (%lld,%lld,%lld)", dname(dt),
+                 (long long)sc[k][0], (long long)sc[k][1], (long long)sc[k][2]);
+        cmp_check(what, f_swc, r_swc, pc, 1, NULL, tol);
+    }
+    int64_t sct[2] = {12, 7};
+    struct sn_tensor *pct[1] = {leaf(sct, 2, dt)};
+    snprintf(what, sizeof what, "swiglu_cat %s (12,7)^T", dname(dt));
+    cmp_check(what, f_swc_t, r_swc_t, pct, 1, NULL, tol);
     release();
 }
 
@@ -649,6 +696,14 @@ static void test_fallback(void)
     struct sn_tensor *sb = t_swiglu(t_to(x, H), t_to(x, H));
     CHECK(sn_tensor_dtype(sb) == H);
     close_to("swiglu bf16 (fallback)", t_to(sb, F), ref_swiglu(x, x), 2e-2);
+    struct sn_tensor *scb = t_swiglu_cat(t_to(x, H)); /* (4, 24) -> (4, 12) */
+    CHECK(sn_tensor_dtype(scb) == H && sn_tensor_size(scb, 1) == 12);
+    close_to("swiglu_cat bf16 (fallback)", t_to(scb, F), ref_swiglu(t_half(x, 0), t_half(x, 1)),
+             2e-2);
+    int64_t s5[1] = {5};
+    struct sn_tensor *odd = NULL;
+    CHECK(sn_aten_swiglu_cat(randn(s5, 1, F), &odd, &E) == SN_E_ARG && !odd);
+    CHECK(strstr(E.msg, "(..., 2I)") != NULL);
 
     /* mixed dtypes: x f32, w f64 -> HF semantics (normalise in f32, then w * that in f64) */
     struct sn_tensor *x32 = t_to(x, S);

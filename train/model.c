@@ -387,17 +387,26 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
     (void)n_out;
     out[0] = NULL;
     const struct sn_tensor *h = in[0];
-    struct sn_tensor *a, *q, *k, *v, *q4, *k4, *v4, *qt, *kt, *vt, *qr, *kr, *att, *att_t, *att2,
-        *h1, *mn, *g, *u, *gu, *h2;
+    struct sn_tensor *a, *qkv, *q, *k, *v, *q4, *k4, *v4, *qt, *kt, *vt, *qr, *kr, *att, *att_t,
+        *att2, *h1, *mn, *gup, *gu, *h2;
+    /* q, k, v read the same normed input, as do gate and up: one GEMM per group (and one
+    ** per group for the adapters), outputs side by side (docs/train.md "Speed") */
+    const struct sn_lora_linear *l_qkv[3] = {L->lora[SN_LORA_Q_PROJ], L->lora[SN_LORA_K_PROJ],
+                                             L->lora[SN_LORA_V_PROJ]};
+    const struct sn_tensor *w_qkv[3] = {L->w[SN_LORA_Q_PROJ], L->w[SN_LORA_K_PROJ],
+                                        L->w[SN_LORA_V_PROJ]};
+    const struct sn_tensor *b_qkv[3] = {L->bq, L->bk, L->bv};
+    const struct sn_lora_linear *l_gu[2] = {L->lora[SN_LORA_GATE_PROJ],
+                                            L->lora[SN_LORA_UP_PROJ]};
+    const struct sn_tensor *w_gu[2] = {L->w[SN_LORA_GATE_PROJ], L->w[SN_LORA_UP_PROJ]};
     int64_t sq[4] = {B, T, Hq, Dh}, skv[4] = {B, T, Hkv, Dh}, s3[3] = {B, T, Hq * Dh};
 
     STEPC(SN_PROF_NORM, sn_aten_rms_norm(h, L->ln1, c->rms_norm_eps, &a, err), a);
-    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_Q_PROJ], a, L->w[SN_LORA_Q_PROJ], L->bq, tr,
-                                m->gen, &q, err), q);
-    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_K_PROJ], a, L->w[SN_LORA_K_PROJ], L->bk, tr,
-                                m->gen, &k, err), k);
-    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_V_PROJ], a, L->w[SN_LORA_V_PROJ], L->bv, tr,
-                                m->gen, &v, err), v);
+    STEPC(SN_PROF_LINEAR, sn_lora_group_forward(l_qkv, w_qkv, L->bq ? b_qkv : NULL, 3, a, tr,
+                                                m->gen, &qkv, err), qkv);
+    STEPC(SN_PROF_OTHER, sn_aten_narrow(qkv, 2, 0, Hq * Dh, &q, err), q);
+    STEP(sn_aten_narrow(qkv, 2, Hq * Dh, Hkv * Dh, &k, err), k);
+    STEP(sn_aten_narrow(qkv, 2, (Hq + Hkv) * Dh, Hkv * Dh, &v, err), v);
     STEPC(SN_PROF_OTHER, sn_aten_view(q, sq, 4, &q4, err), q4);
     STEPC(SN_PROF_OTHER, sn_aten_view(k, skv, 4, &k4, err), k4);
     STEPC(SN_PROF_OTHER, sn_aten_view(v, skv, 4, &v4, err), v4);
@@ -419,11 +428,9 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
     STEPC(SN_PROF_LINEAR, sn_lora_linear_forward_add(L->lora[SN_LORA_O_PROJ], h, att2,
                                 L->w[SN_LORA_O_PROJ], tr, m->gen, &h1, err), h1);
     STEPC(SN_PROF_NORM, sn_aten_rms_norm(h1, L->ln2, c->rms_norm_eps, &mn, err), mn);
-    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_GATE_PROJ], mn, L->w[SN_LORA_GATE_PROJ], NULL,
-                                tr, m->gen, &g, err), g);
-    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward(L->lora[SN_LORA_UP_PROJ], mn, L->w[SN_LORA_UP_PROJ], NULL, tr,
-                                m->gen, &u, err), u);
-    STEPC(SN_PROF_OTHER, sn_aten_swiglu(g, u, &gu, err), gu);
+    STEPC(SN_PROF_LINEAR, sn_lora_group_forward(l_gu, w_gu, NULL, 2, mn, tr, m->gen, &gup, err),
+          gup);
+    STEPC(SN_PROF_OTHER, sn_aten_swiglu_cat(gup, &gu, err), gu);
     /* h2 = h1 + down_proj(gu), likewise */
     double t0 = m->prof ? sn_now() : 0.0;
     rc = sn_lora_linear_forward_add(L->lora[SN_LORA_DOWN_PROJ], h1, gu, L->w[SN_LORA_DOWN_PROJ],
