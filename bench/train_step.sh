@@ -14,7 +14,10 @@
 #     three sequences share a context 4x longer than their responses (TS_BSEQ tokens, 512),
 #     and the tuples/s ratio of packed and shared_prefix over padded.
 # Env: TS_SEQ (256), TS_BATCH (8), TS_STEPS (8; TS_STEPS_100M 3), TS_THREADS (nproc: both
-# sides), TS_BSEQ (512). One warm-up step before the timed ones on both sides. bench_train_step
+# sides), TS_BSEQ (512), TS_REPEAT (1: rounds per row of part 1, each running ours and both
+# PyTorch columns in turn; the table shows each column's median), TS_CONFIGS ("tiny small
+# 100m": part 1's configs), TS_SECTIONS ("step ckpt batching": the parts to run).
+# One warm-up step before the timed ones on both sides. bench_train_step
 # runs with the allocator setting `sentinel` applies at start (sn_tune_host_allocator;
 # TS_DEFAULT_MALLOC=1 measures without it).
 set -euo pipefail
@@ -26,6 +29,9 @@ if [ ! -x "$b" ]; then
   echo "train_step.sh: $b not built (needs -DSENTINEL_WITH_TORCH=ON)"; exit 0
 fi
 seq=${TS_SEQ:-256}; batch=${TS_BATCH:-8}; threads=${TS_THREADS:-$(nproc)}
+repeat=${TS_REPEAT:-1}; configs=${TS_CONFIGS:-tiny small 100m}
+sections=${TS_SECTIONS:-step ckpt batching}
+case $repeat in ''|*[!0-9]*|0) echo "train_step.sh: TS_REPEAT must be a count >= 1"; exit 2 ;; esac
 have_torch=1
 /usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=0
 get() { sed -n "s/^$1=//p" <<<"$2" | head -1; }
@@ -48,20 +54,39 @@ ref_same() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
+has() { case " $sections " in *" $1 "*) return 0 ;; esac; return 1; }
+if has step; then
 echo "== full training step: seq $seq, micro-batch $batch tuples (3 sequences each), $threads" \
      "threads; sgemm peak ${peak:-?} GFLOP/s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %-5s %-4s %9s %9s %7s %9s %7s | %9s %9s %8s %8s\n' config mode ckpt step_s \
   tokens/s %peak wait_frac rss_MB torch_tok/s same_tok/s vs_torch vs_same
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }'; }
 row() {
   local cfg=$1 mode=$2 ck=$3 bt=$4 steps=$5
   local args=(--config "$cfg" --mode "$mode" --ckpt "$ck" --seq "$seq" --batch "$bt"
               --steps "$steps" --warmup 1)
-  local o r="" s="" tps rt="-" st="-"
-  o=$(ours "${args[@]}")
-  tps=$(get tokens_per_s "$o")
+  local o="" oi r s tps rt="-" st="-" ours_t="" ref_t="" same_t="" i
+  # TS_REPEAT rounds, each running ours, PyTorch and PyTorch-same-settings in turn, so slow
+  # drifts of the machine hit all three; each column is the median of its rounds, and the
+  # other figures of ours come from its median round
+  for ((i = 0; i < repeat; i++)); do
+    oi=$(ours "${args[@]}")
+    ours_t+="$(get tokens_per_s "$oi")"$'\n'
+    if [ "$have_torch" = 1 ]; then
+      r=$(ref "${args[@]}"); s=$(ref_same "${args[@]}")
+      ref_t+="$(get tokens_per_s "$r")"$'\n'; same_t+="$(get tokens_per_s "$s")"$'\n'
+    fi
+    eval "o_$i=\$oi"
+  done
+  tps=$(printf '%s' "$ours_t" | median)
+  for ((i = 0; i < repeat; i++)); do
+    eval "oi=\$o_$i"
+    if [ -z "$o" ] || awk -v a="$(get tokens_per_s "$oi")" -v m="$tps" \
+         'BEGIN { exit !(a == m) }'; then o=$oi; fi
+  done
   if [ "$have_torch" = 1 ]; then
-    r=$(ref "${args[@]}"); s=$(ref_same "${args[@]}")
-    rt=$(get tokens_per_s "$r"); st=$(get tokens_per_s "$s")
+    rt=$(printf '%s' "$ref_t" | median); st=$(printf '%s' "$same_t" | median)
   fi
   printf '%-6s %-5s %-4s %9s %9s %7s %9s %7s | %9s %9s %8s %8s\n' "$cfg" "$mode" "$ck" \
     "$(get step_s "$o")" "$tps" \
@@ -69,14 +94,21 @@ row() {
     "$(get data_wait_frac "$o")" "$(get peak_rss_mb "$o")" "$rt" "$st" \
     "$(ratio "$tps" "$rt")" "$(ratio "$tps" "$st")"
 }
-for cfg in tiny small; do
-  for mode in full lora; do
-    for ck in 0 1; do row $cfg $mode $ck "$batch" "${TS_STEPS:-8}"; done
-  done
+for cfg in $configs; do
+  case $cfg in
+    tiny|small)
+      for mode in full lora; do
+        for ck in 0 1; do row $cfg $mode $ck "$batch" "${TS_STEPS:-8}"; done
+      done ;;
+    100m) for ck in 0 1; do row 100m lora $ck "$batch" "${TS_STEPS_100M:-3}"; done ;;
+    *) echo "train_step.sh: TS_CONFIGS: unknown config '$cfg' (tiny, small, 100m)"; exit 2 ;;
+  esac
 done
-for ck in 0 1; do row 100m lora $ck "$batch" "${TS_STEPS_100M:-3}"; done
 [ "$have_torch" = 1 ] || echo "(PyTorch columns skipped: /usr/bin/python3 cannot import torch)"
+echo "(median of $repeat round(s) per row)"
+fi
 
+if has ckpt; then
 echo
 echo "== gradient checkpointing at seq 1024 (one warm-up, ${TS_STEPS_100M:-3} timed steps)"
 printf '%-6s %-5s %6s %10s %10s %10s %10s\n' config mode batch step_s step_s_ck rss_MB rss_MB_ck
@@ -92,8 +124,10 @@ for spec in "small full 8" "100m lora 2"; do
       -v rc="$(get peak_rss_mb "$c")" \
       'BEGIN { printf "   peak RSS %.2fx lower, step time %+.0f%%\n", ra / rc, 100 * (tc / ta - 1) }'
 done
+fi
 
 bseq=${TS_BSEQ:-512}
+if has batching; then
 echo
 echo "== batching, contexts 4x the responses (seq $bseq, micro-batch $batch, full mode)"
 printf '%-6s %-5s %-14s %10s %10s %9s %8s %9s\n' config ckpt batching step_s tokens/s \
@@ -111,3 +145,4 @@ for cfg in tiny small; do
     done
   done
 done
+fi
