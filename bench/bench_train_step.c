@@ -15,11 +15,12 @@
 **
 ** --config 100m: the ~100M decoder of bench_forward_backward (8 layers, hidden 768, 12/4 heads,
 ** intermediate 2048, vocab 32000), written here as a seeded HF directory and trained from it.
-** gflop_per_step counts the model FLOPs of the step's matrix products (the MFU convention):
-** 2 N per token forward, with N the decoder's projection parameters, and twice that in
-** backward for full fine-tuning (input and weight gradients) or once for LoRA (input
-** gradients; the small LoRA products are left out); attention 2 T D per token and layer
-** forward (QK^T and PV over the causal half of T keys), twice that in backward.
+** gflop_per_step counts the FLOPs of the matrix products the step computes: 2 N per token
+** forward, with N the decoder's projection parameters, and twice that in backward for full
+** fine-tuning (input and weight gradients) or once for LoRA (input gradients; the small LoRA
+** products are left out); attention 2 T D per token and layer forward (QK^T and PV over the
+** causal half of T keys), twice that in backward. The last layer counts as computed: k and v
+** on every token, the rest on the three read-out tokens of each tuple (docs/train.md "Speed").
 **
 ** Runs with sn_tune_host_allocator as `sentinel` does (TS_DEFAULT_MALLOC=1: without).
 **
@@ -196,12 +197,15 @@ int main(int argc, char **argv)
         double D = (double)mc->hidden_size, I = (double)mc->intermediate_size;
         double Dh = D / (double)mc->num_attention_heads;
         double Dkv = Dh * (double)mc->num_key_value_heads;
-        double N = (double)mc->num_hidden_layers * (2 * D * D + 2 * D * Dkv + 3 * D * I);
-        double T = (double)seq, toks = (double)tot_tokens / steps;
-        double per_tok = 2 * N * (p.mode == SN_TRAIN_FULL ? 3 : 2) +
-                         3 * 2 * T * D * (double)mc->num_hidden_layers;
-        printf("gflop_per_step=%.2f\ngflops=%.2f\n", per_tok * toks / 1e9,
-               per_tok * toks / 1e9 / (tot_time / steps));
+        double L = (double)mc->num_hidden_layers, Nl = 2 * D * D + 2 * D * Dkv + 3 * D * I;
+        double T = (double)seq, toks = (double)tot_tokens / steps, ro = 3.0 * batch;
+        double passes = p.mode == SN_TRAIN_FULL ? 3 : 2;
+        /* layers 1..L-1 on every token; the last one's k and v on every token and the rest of
+        ** it (q, o, the MLP, attention over the row's T keys) on the read-out tokens only */
+        double flop = passes * 2 * (toks * ((L - 1) * Nl + 2 * D * Dkv) +
+                                    ro * (Nl - 2 * D * Dkv)) +
+                      3 * 2 * T * D * (L - 1) * toks + 3 * 4 * T * D * ro;
+        printf("gflop_per_step=%.2f\ngflops=%.2f\n", flop / 1e9, flop / 1e9 / (tot_time / steps));
     }
     printf("step_s=%.4f\ntokens_per_s=%.0f\ntuples_per_s=%.2f\ndata_wait_frac=%.5f\n",
            tot_time / steps, tot_tokens / tot_time, batch * steps / tot_time,

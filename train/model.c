@@ -368,7 +368,44 @@ struct layer_ctx {
     const struct sn_tensor *keep;      /* (B, T) BOOL: 1 = token */
     int64_t                 B, T;
     const struct sn_tensor *spans;     /* packed rows (B, T, 3) I32, or NULL */
+    /* the last layer (read-out rows only, readout_layer_fn): */
+    const struct sn_tensor *ro;        /* (n) I64 read-out tokens, flat in B*T */
+    const struct sn_tensor *ro_row;    /* (n) I64 batch row of each, or NULL (row r = r) */
+    const struct sn_tensor *ro_keep;   /* (n, T) BOOL keys each read-out token sees */
+    int64_t                 n_ro;
 };
+
+/* The decoder layer's second half over rows of h: h1 = h + o_proj(att2),
+** out = h1 + down(swiglu(gate|up(rms_norm(h1)))). h and att2 (..., D) and (..., Hq*Dh). */
+static int layer_tail(struct sn_model *m, struct sn_model_layer *L, const struct sn_tensor *h,
+                      const struct sn_tensor *att2, struct sn_tensor **out, struct sn_err *err)
+{
+    const struct sn_model_config *c = &m->cfg;
+    bool tr = m->training;
+    struct scope sc = {0};
+    int rc = SN_OK;
+    struct sn_tensor *h1, *mn, *gup, *gu;
+    const struct sn_lora_linear *l_gu[2] = {L->lora[SN_LORA_GATE_PROJ],
+                                            L->lora[SN_LORA_UP_PROJ]};
+    const struct sn_tensor *w_gu[2] = {L->w[SN_LORA_GATE_PROJ], L->w[SN_LORA_UP_PROJ]};
+    *out = NULL;
+    /* h1 = h + o_proj(att): the residual rides in the GEMM's accumulator */
+    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward_add(L->lora[SN_LORA_O_PROJ], h, att2,
+                                L->w[SN_LORA_O_PROJ], tr, m->gen, &h1, err), h1);
+    STEPC(SN_PROF_NORM, sn_aten_rms_norm(h1, L->ln2, c->rms_norm_eps, &mn, err), mn);
+    STEPC(SN_PROF_LINEAR, sn_lora_group_forward(l_gu, w_gu, NULL, 2, mn, tr, m->gen, &gup, err),
+          gup);
+    STEPC(SN_PROF_OTHER, sn_aten_swiglu_cat(gup, &gu, err), gu);
+    /* out = h1 + down_proj(gu), likewise */
+    double t0 = m->prof ? sn_now() : 0.0;
+    rc = sn_lora_linear_forward_add(L->lora[SN_LORA_DOWN_PROJ], h1, gu, L->w[SN_LORA_DOWN_PROJ],
+                                    tr, m->gen, out, err);
+    if (m->prof)
+        m->prof->seconds[SN_PROF_LINEAR] += sn_now() - t0;
+fail:
+    scope_free(&sc);
+    return rc;
+}
 
 /* One decoder layer: in[0] = h (B, T, D) -> out[0] = h' (B, T, D). */
 static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
@@ -388,7 +425,7 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
     out[0] = NULL;
     const struct sn_tensor *h = in[0];
     struct sn_tensor *a, *qkv, *q, *k, *v, *q4, *k4, *v4, *qt, *kt, *vt, *qr, *kr, *att, *att_t,
-        *att2, *h1, *mn, *gup, *gu, *h2;
+        *att2, *h2;
     /* q, k, v read the same normed input, as do gate and up: one GEMM per group (and one
     ** per group for the adapters), outputs side by side (docs/train.md "Speed") */
     const struct sn_lora_linear *l_qkv[3] = {L->lora[SN_LORA_Q_PROJ], L->lora[SN_LORA_K_PROJ],
@@ -396,9 +433,6 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
     const struct sn_tensor *w_qkv[3] = {L->w[SN_LORA_Q_PROJ], L->w[SN_LORA_K_PROJ],
                                         L->w[SN_LORA_V_PROJ]};
     const struct sn_tensor *b_qkv[3] = {L->bq, L->bk, L->bv};
-    const struct sn_lora_linear *l_gu[2] = {L->lora[SN_LORA_GATE_PROJ],
-                                            L->lora[SN_LORA_UP_PROJ]};
-    const struct sn_tensor *w_gu[2] = {L->w[SN_LORA_GATE_PROJ], L->w[SN_LORA_UP_PROJ]};
     int64_t sq[4] = {B, T, Hq, Dh}, skv[4] = {B, T, Hkv, Dh}, s3[3] = {B, T, Hq * Dh};
 
     STEPC(SN_PROF_NORM, sn_aten_rms_norm(h, L->ln1, c->rms_norm_eps, &a, err), a);
@@ -424,19 +458,7 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
                                                    &att, err), att);
     STEPC(SN_PROF_OTHER, sn_aten_transpose(att, 1, 2, &att_t, err), att_t); /* (B, T, Hq, Dh) */
     STEP(sn_aten_reshape(att_t, s3, 3, &att2, err), att2);
-    /* h1 = h + o_proj(att): the residual rides in the GEMM's accumulator */
-    STEPC(SN_PROF_LINEAR, sn_lora_linear_forward_add(L->lora[SN_LORA_O_PROJ], h, att2,
-                                L->w[SN_LORA_O_PROJ], tr, m->gen, &h1, err), h1);
-    STEPC(SN_PROF_NORM, sn_aten_rms_norm(h1, L->ln2, c->rms_norm_eps, &mn, err), mn);
-    STEPC(SN_PROF_LINEAR, sn_lora_group_forward(l_gu, w_gu, NULL, 2, mn, tr, m->gen, &gup, err),
-          gup);
-    STEPC(SN_PROF_OTHER, sn_aten_swiglu_cat(gup, &gu, err), gu);
-    /* h2 = h1 + down_proj(gu), likewise */
-    double t0 = m->prof ? sn_now() : 0.0;
-    rc = sn_lora_linear_forward_add(L->lora[SN_LORA_DOWN_PROJ], h1, gu, L->w[SN_LORA_DOWN_PROJ],
-                                    tr, m->gen, &h2, err);
-    if (m->prof)
-        m->prof->seconds[SN_PROF_LINEAR] += sn_now() - t0;
+    rc = layer_tail(m, L, h, att2, &h2, err);
     if (rc)
         goto fail;
     (void)D;
@@ -446,6 +468,83 @@ static int layer_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
 fail:
     scope_free(&sc);
     return sn_err_wrap(err, "layer %" PRId64, x->li);
+}
+
+/* The last decoder layer, computed for the read-out tokens only: in[0] = h (B, T, D) ->
+** out[0] = (n, D), the read-out rows of what layer_fn would return. The reward reads one
+** token per sequence, so past the last layer's keys and values no other row of it reaches the
+** loss: q, the attention, o_proj and the MLP run on n rows instead of B*T (llama.cpp skips
+** the unused rows of its output the same way). Equal to layer_fn's rows up to rounding: each
+** read-out query sees the keys x->ro_keep grants it, which are exactly those its causal,
+** padding or span mask grants it in layer_fn (docs/train.md "Speed"). */
+static int readout_layer_fn(const struct layer_ctx *x, const struct sn_tensor *h,
+                            struct sn_tensor **out, struct sn_err *err)
+{
+    struct sn_model *m = x->m;
+    const struct sn_model_config *c = &m->cfg;
+    struct sn_model_layer *L = &m->layers[x->li];
+    int64_t B = x->B, T = x->T, n = x->n_ro, D = c->hidden_size;
+    int64_t Dh = sn_model_config_head_dim(c), Hq = c->num_attention_heads;
+    int64_t Hkv = c->num_key_value_heads;
+    bool tr = m->training;
+    struct scope sc = {0};
+    int rc = SN_OK;
+    *out = NULL;
+    struct sn_tensor *a, *kv, *k, *v, *k4, *v4, *kt, *vt, *kr, *af, *asel, *q, *q4, *qt, *cf,
+        *sf, *cs, *ss, *cs3, *ss3, *qr, *kk, *vv, *att, *att2, *hf, *hsel;
+    const struct sn_lora_linear *l_qkv[3] = {L->lora[SN_LORA_Q_PROJ], L->lora[SN_LORA_K_PROJ],
+                                             L->lora[SN_LORA_V_PROJ]};
+    const struct sn_tensor *w_qkv[3] = {L->w[SN_LORA_Q_PROJ], L->w[SN_LORA_K_PROJ],
+                                        L->w[SN_LORA_V_PROJ]};
+    const struct sn_tensor *b_qkv[3] = {L->bq, L->bk, L->bv};
+    int64_t skv[4] = {B, T, Hkv, Dh}, sflat[2] = {B * T, D}, sq[4] = {n, 1, Hq, Dh};
+    int64_t sfd[2] = {B * T, Dh}, sc3[3] = {n, 1, Dh}, s2[2] = {n, Hq * Dh};
+
+    STEPC(SN_PROF_NORM, sn_aten_rms_norm(h, L->ln1, c->rms_norm_eps, &a, err), a);
+    /* k | v over every token (one GEMM), q over the read-out rows */
+    STEPC(SN_PROF_LINEAR, sn_lora_group_forward(l_qkv + 1, w_qkv + 1, L->bq ? b_qkv + 1 : NULL,
+                                                2, a, tr, m->gen, &kv, err), kv);
+    STEPC(SN_PROF_OTHER, sn_aten_reshape(a, sflat, 2, &af, err), af);
+    STEP(sn_aten_index_select(af, 0, x->ro, &asel, err), asel);
+    STEPC(SN_PROF_LINEAR, sn_lora_group_forward(l_qkv, w_qkv, L->bq ? b_qkv : NULL, 1, asel, tr,
+                                                m->gen, &q, err), q);
+    STEPC(SN_PROF_OTHER, sn_aten_narrow(kv, 2, 0, Hkv * Dh, &k, err), k);
+    STEP(sn_aten_narrow(kv, 2, Hkv * Dh, Hkv * Dh, &v, err), v);
+    STEP(sn_aten_view(k, skv, 4, &k4, err), k4);
+    STEP(sn_aten_view(v, skv, 4, &v4, err), v4);
+    STEP(sn_aten_transpose(k4, 1, 2, &kt, err), kt); /* (B, Hkv, T, Dh) */
+    STEP(sn_aten_transpose(v4, 1, 2, &vt, err), vt);
+    STEP(sn_aten_view(q, sq, 4, &q4, err), q4);
+    STEP(sn_aten_transpose(q4, 1, 2, &qt, err), qt); /* (n, Hq, 1, Dh) */
+    /* the read-out tokens' RoPE rows */
+    STEP(sn_aten_reshape(x->cos, sfd, 2, &cf, err), cf);
+    STEP(sn_aten_reshape(x->sin, sfd, 2, &sf, err), sf);
+    STEP(sn_aten_index_select(cf, 0, x->ro, &cs, err), cs);
+    STEP(sn_aten_index_select(sf, 0, x->ro, &ss, err), ss);
+    STEP(sn_aten_view(cs, sc3, 3, &cs3, err), cs3);
+    STEP(sn_aten_view(ss, sc3, 3, &ss3, err), ss3);
+    STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(qt, cs3, ss3, &qr, err), qr);
+    STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(kt, x->cos, x->sin, &kr, err), kr);
+    if (x->ro_row) { /* several read-outs per row: each query gets its row's keys */
+        STEPC(SN_PROF_ATTENTION, sn_aten_index_select(kr, 0, x->ro_row, &kk, err), kk);
+        STEP(sn_aten_index_select(vt, 0, x->ro_row, &vv, err), vv);
+    } else {
+        kk = kr;
+        vv = vt;
+    }
+    STEPC(SN_PROF_ATTENTION, sn_aten_attention(qr, kk, vv, x->ro_keep, false, 0.0, 0.0, NULL,
+                                               &att, err), att); /* (n, Hq, 1, Dh) */
+    STEP(sn_aten_reshape(att, s2, 2, &att2, err), att2);
+    STEPC(SN_PROF_OTHER, sn_aten_reshape(h, sflat, 2, &hf, err), hf);
+    STEP(sn_aten_index_select(hf, 0, x->ro, &hsel, err), hsel);
+    rc = layer_tail(m, L, hsel, att2, out, err);
+    if (rc)
+        goto fail;
+    scope_free(&sc);
+    return SN_OK;
+fail:
+    scope_free(&sc);
+    return sn_err_wrap(err, "layer %" PRId64 " (read-out rows)", x->li);
 }
 
 /* Host-side batch checks and derived arrays: positions (B*T), last token per row (B),
@@ -615,12 +714,14 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         if (rc)
             goto fail;
         for (int64_t i = 0; i < c->num_hidden_layers; i++) {
-            struct layer_ctx x = {m, i, fs->cos, fs->sin, fs->keep, B, T, fs->spans};
+            struct layer_ctx x = {m, i, fs->cos, fs->sin, fs->keep, B, T, fs->spans,
+                                  NULL, NULL, NULL, 0};
             ctxs[i] = x;
         }
     }
-    for (int64_t i = 0; i < c->num_hidden_layers; i++) {
-        struct layer_ctx x = {m, i, cosv, sinv, tkeep, B, T, tspans};
+    int64_t n_layers = c->num_hidden_layers;
+    for (int64_t i = 0; i + 1 < n_layers; i++) {
+        struct layer_ctx x = {m, i, cosv, sinv, tkeep, B, T, tspans, NULL, NULL, NULL, 0};
         struct sn_tensor *hn2 = NULL;
         if (ckpt) {
             /* every tensor the layer reads that requires grad: its LoRA factors, and in full
@@ -651,9 +752,50 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         sn_tensor_free(h);
         h = hn2;
     }
-    /* Pool first, then the final norm (per token, so the order does not change the result). */
-    STEP(sn_aten_reshape(h, sflat, 2, &hf, err), hf);
-    STEP(sn_aten_index_select(hf, 0, tlast, &hl, err), hl); /* (B, D) */
+    if (n_layers > 0) {
+        /* The last layer on the read-out rows only (readout_layer_fn). Not checkpointed: what
+        ** it keeps for backward past its inputs is a, k and v, little next to a full layer. */
+        struct layer_ctx x = {m, n_layers - 1, cosv, sinv, tkeep, B, T, tspans, tlast, NULL,
+                              tkeep, n_out};
+        if (pk) {
+            /* several read-outs per row: each one's row and the keys its span grants it */
+            int64_t sro[2] = {n_out, T};
+            int64_t *row = sn_malloc((size_t)n_out * sizeof *row);
+            uint8_t *see = sn_malloc((size_t)n_out * (size_t)T);
+            struct sn_tensor *trow = NULL, *tsee = NULL;
+            if (!row || !see)
+                rc = sn_err_set(err, SN_E_NOMEM, "forward: out of memory");
+            for (int64_t r = 0; !rc && r < n_out; r++) {
+                int64_t bt = last[r], t = bt % T;
+                const int32_t *sp = pk->spans + 3 * bt;
+                row[r] = bt / T;
+                for (int64_t j = 0; j < T; j++)
+                    see[r * T + j] = (uint8_t)((sp[0] <= j && j <= t) ||
+                                               (sp[1] <= j && j < sp[2]));
+            }
+            if (!rc)
+                rc = sn_aten_from_host(row, SN_DTYPE_I64, sB, 1, SN_DTYPE_I64, m->p.device,
+                                       &trow, err);
+            if (!rc)
+                rc = sn_aten_from_host(see, SN_DTYPE_BOOL, sro, 2, SN_DTYPE_BOOL, m->p.device,
+                                       &tsee, err);
+            sn_free(row);
+            sn_free(see);
+            scope_keep(&sc, trow);
+            scope_keep(&sc, tsee);
+            if (rc)
+                goto fail;
+            x.ro_row = trow;
+            x.ro_keep = tsee;
+        }
+        rc = readout_layer_fn(&x, h, &hl, err); /* (n_out, D) */
+        if (rc)
+            goto fail;
+        scope_keep(&sc, hl);
+    } else {
+        STEP(sn_aten_reshape(h, sflat, 2, &hf, err), hf);
+        STEP(sn_aten_index_select(hf, 0, tlast, &hl, err), hl); /* (B, D) */
+    }
     rc = sn_aten_rms_norm(hl, m->norm, c->rms_norm_eps, &hn, err);
     if (rc)
         goto fail;
