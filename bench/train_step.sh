@@ -13,10 +13,10 @@
 #  3. the batching modes (docs/train.md "Packed and shared-prefix batches") on tuples whose
 #     three sequences share a context 4x longer than their responses (TS_BSEQ tokens, 512),
 #     and the tuples/s ratio of packed and shared_prefix over padded.
-# Env: TS_SEQ (256), TS_BATCH (8), TS_STEPS (8; TS_STEPS_100M 3), TS_THREADS (nproc: both
-# sides), TS_BSEQ (512), TS_REPEAT (1: rounds per row of part 1, each running ours and both
-# PyTorch columns in turn; the table shows each column's median), TS_CONFIGS ("tiny small
-# 100m": part 1's configs), TS_SECTIONS ("step ckpt batching": the parts to run).
+# Env: TS_SEQ (256), TS_BATCH (8), TS_STEPS (8; TS_STEPS_TINY 40, TS_STEPS_100M 3),
+# TS_THREADS (nproc: both sides), TS_BSEQ (512), TS_REPEAT (1: rounds per row of part 1, each
+# running ours and both PyTorch columns in turn; the table shows each column's median),
+# TS_CONFIGS ("tiny small 100m": part 1's configs), TS_SECTIONS ("step ckpt batching": the parts to run).
 # One warm-up step before the timed ones on both sides. bench_train_step
 # runs with the allocator setting `sentinel` applies at start (sn_tune_host_allocator;
 # TS_DEFAULT_MALLOC=1 measures without it).
@@ -54,6 +54,8 @@ ref_same() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
+# timed steps: tiny's take ~0.1 s, so it gets more of them (TS_STEPS_TINY) to time about a second
+steps_of() { if [ "$1" = tiny ]; then echo "${TS_STEPS_TINY:-40}"; else echo "${TS_STEPS:-8}"; fi; }
 has() { case " $sections " in *" $1 "*) return 0 ;; esac; return 1; }
 if has step; then
 echo "== full training step: seq $seq, micro-batch $batch tuples (3 sequences each), $threads" \
@@ -98,7 +100,7 @@ for cfg in $configs; do
   case $cfg in
     tiny|small)
       for mode in full lora; do
-        for ck in 0 1; do row $cfg $mode $ck "$batch" "${TS_STEPS:-8}"; done
+        for ck in 0 1; do row $cfg $mode $ck "$batch" "$(steps_of $cfg)"; done
       done ;;
     100m) for ck in 0 1; do row 100m lora $ck "$batch" "${TS_STEPS_100M:-3}"; done ;;
     *) echo "train_step.sh: TS_CONFIGS: unknown config '$cfg' (tiny, small, 100m)"; exit 2 ;;
@@ -137,7 +139,7 @@ for cfg in tiny small; do
     base=""
     for bm in padded packed shared_prefix; do
       out=$(ours --config $cfg --mode full --ckpt $ck --seq "$bseq" --batch "$batch" \
-            --steps "${TS_STEPS:-8}" --warmup 1 --batching $bm --ctx-ratio 4)
+            --steps "$(steps_of $cfg)" --warmup 1 --batching $bm --ctx-ratio 4)
       tps=$(get tuples_per_s "$out")
       [ -z "$base" ] && base=$tps
       printf '%-6s %-5s %-14s %10s %10s %9s %8s %9s\n' $cfg $ck $bm "$(get step_s "$out")" \

@@ -370,9 +370,10 @@ struct layer_ctx {
     const struct sn_tensor *spans;     /* packed rows (B, T, 3) I32, or NULL */
     /* the last layer (read-out rows only, readout_layer_fn): */
     const struct sn_tensor *ro;        /* (n) I64 read-out tokens, flat in B*T */
-    const struct sn_tensor *ro_row;    /* (n) I64 batch row of each, or NULL (row r = r) */
-    const struct sn_tensor *ro_keep;   /* (n, T) BOOL keys each read-out token sees */
-    int64_t                 n_ro;
+    const struct sn_tensor *ro_win;    /* packed rows: (n * W) I64 flat key window of each
+                                       ** read-out token, or NULL (padded: row r's keys) */
+    const struct sn_tensor *ro_keep;   /* (n, W) BOOL keys of the window each one sees */
+    int64_t                 n_ro, W;
 };
 
 /* The decoder layer's second half over rows of h: h1 = h + o_proj(att2),
@@ -475,15 +476,17 @@ fail:
 ** token per sequence, so past the last layer's keys and values no other row of it reaches the
 ** loss: q, the attention, o_proj and the MLP run on n rows instead of B*T (llama.cpp skips
 ** the unused rows of its output the same way). Equal to layer_fn's rows up to rounding: each
-** read-out query sees the keys x->ro_keep grants it, which are exactly those its causal,
-** padding or span mask grants it in layer_fn (docs/train.md "Speed"). */
+** read-out query sees the keys x->ro_keep grants it, which are exactly those its padding
+** mask, or in packed rows its segment and prefix (sn_aten_attention_spans), grants it in
+** layer_fn; in packed rows the keys come as one window per read-out token, from the first key
+** it may see to itself (docs/train.md "Speed"). */
 static int readout_layer_fn(const struct layer_ctx *x, const struct sn_tensor *h,
                             struct sn_tensor **out, struct sn_err *err)
 {
     struct sn_model *m = x->m;
     const struct sn_model_config *c = &m->cfg;
     struct sn_model_layer *L = &m->layers[x->li];
-    int64_t B = x->B, T = x->T, n = x->n_ro, D = c->hidden_size;
+    int64_t B = x->B, T = x->T, n = x->n_ro, W = x->W, D = c->hidden_size;
     int64_t Dh = sn_model_config_head_dim(c), Hq = c->num_attention_heads;
     int64_t Hkv = c->num_key_value_heads;
     bool tr = m->training;
@@ -491,7 +494,8 @@ static int readout_layer_fn(const struct layer_ctx *x, const struct sn_tensor *h
     int rc = SN_OK;
     *out = NULL;
     struct sn_tensor *a, *kv, *k, *v, *k4, *v4, *kt, *vt, *kr, *af, *asel, *q, *q4, *qt, *cf,
-        *sf, *cs, *ss, *cs3, *ss3, *qr, *kk, *vv, *att, *att2, *hf, *hsel;
+        *sf, *cs, *ss, *cs3, *ss3, *qr, *att, *att2, *hf, *hsel;
+    const struct sn_tensor *kcos = x->cos, *ksin = x->sin;
     const struct sn_lora_linear *l_qkv[3] = {L->lora[SN_LORA_Q_PROJ], L->lora[SN_LORA_K_PROJ],
                                              L->lora[SN_LORA_V_PROJ]};
     const struct sn_tensor *w_qkv[3] = {L->w[SN_LORA_Q_PROJ], L->w[SN_LORA_K_PROJ],
@@ -504,35 +508,47 @@ static int readout_layer_fn(const struct layer_ctx *x, const struct sn_tensor *h
     /* k | v over every token (one GEMM), q over the read-out rows */
     STEPC(SN_PROF_LINEAR, sn_lora_group_forward(l_qkv + 1, w_qkv + 1, L->bq ? b_qkv + 1 : NULL,
                                                 2, a, tr, m->gen, &kv, err), kv);
+    const struct sn_tensor *kvs = kv; /* where k and v are read: every token, or windows */
     STEPC(SN_PROF_OTHER, sn_aten_reshape(a, sflat, 2, &af, err), af);
     STEP(sn_aten_index_select(af, 0, x->ro, &asel, err), asel);
     STEPC(SN_PROF_LINEAR, sn_lora_group_forward(l_qkv, w_qkv, L->bq ? b_qkv : NULL, 1, asel, tr,
                                                 m->gen, &q, err), q);
-    STEPC(SN_PROF_OTHER, sn_aten_narrow(kv, 2, 0, Hkv * Dh, &k, err), k);
-    STEP(sn_aten_narrow(kv, 2, Hkv * Dh, Hkv * Dh, &v, err), v);
-    STEP(sn_aten_view(k, skv, 4, &k4, err), k4);
-    STEP(sn_aten_view(v, skv, 4, &v4, err), v4);
-    STEP(sn_aten_transpose(k4, 1, 2, &kt, err), kt); /* (B, Hkv, T, Dh) */
-    STEP(sn_aten_transpose(v4, 1, 2, &vt, err), vt);
-    STEP(sn_aten_view(q, sq, 4, &q4, err), q4);
-    STEP(sn_aten_transpose(q4, 1, 2, &qt, err), qt); /* (n, Hq, 1, Dh) */
-    /* the read-out tokens' RoPE rows */
-    STEP(sn_aten_reshape(x->cos, sfd, 2, &cf, err), cf);
+    /* the RoPE rows of the read-out tokens, and of every key or of the windows' keys */
+    STEPC(SN_PROF_OTHER, sn_aten_reshape(x->cos, sfd, 2, &cf, err), cf);
     STEP(sn_aten_reshape(x->sin, sfd, 2, &sf, err), sf);
     STEP(sn_aten_index_select(cf, 0, x->ro, &cs, err), cs);
     STEP(sn_aten_index_select(sf, 0, x->ro, &ss, err), ss);
     STEP(sn_aten_view(cs, sc3, 3, &cs3, err), cs3);
     STEP(sn_aten_view(ss, sc3, 3, &ss3, err), ss3);
-    STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(qt, cs3, ss3, &qr, err), qr);
-    STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(kt, x->cos, x->sin, &kr, err), kr);
-    if (x->ro_row) { /* several read-outs per row: each query gets its row's keys */
-        STEPC(SN_PROF_ATTENTION, sn_aten_index_select(kr, 0, x->ro_row, &kk, err), kk);
-        STEP(sn_aten_index_select(vt, 0, x->ro_row, &vv, err), vv);
-    } else {
-        kk = kr;
-        vv = vt;
+    if (x->ro_win) {
+        /* packed rows: gather each read-out token's key window, (n, W) keys */
+        struct sn_tensor *kvf, *kvw, *kvw3, *cw, *sw, *cw3, *sw3;
+        int64_t skvf[2] = {B * T, 2 * Hkv * Dh}, sw2[3] = {n, W, 2 * Hkv * Dh};
+        int64_t swd[3] = {n, W, Dh};
+        STEPC(SN_PROF_ATTENTION, sn_aten_view(kv, skvf, 2, &kvf, err), kvf);
+        STEP(sn_aten_index_select(kvf, 0, x->ro_win, &kvw, err), kvw);
+        STEP(sn_aten_view(kvw, sw2, 3, &kvw3, err), kvw3);
+        kvs = kvw3;
+        STEP(sn_aten_index_select(cf, 0, x->ro_win, &cw, err), cw);
+        STEP(sn_aten_index_select(sf, 0, x->ro_win, &sw, err), sw);
+        STEP(sn_aten_view(cw, swd, 3, &cw3, err), cw3);
+        STEP(sn_aten_view(sw, swd, 3, &sw3, err), sw3);
+        kcos = cw3;
+        ksin = sw3;
+        skv[0] = n;
+        skv[1] = W;
     }
-    STEPC(SN_PROF_ATTENTION, sn_aten_attention(qr, kk, vv, x->ro_keep, false, 0.0, 0.0, NULL,
+    STEPC(SN_PROF_OTHER, sn_aten_narrow(kvs, 2, 0, Hkv * Dh, &k, err), k);
+    STEP(sn_aten_narrow(kvs, 2, Hkv * Dh, Hkv * Dh, &v, err), v);
+    STEP(sn_aten_view(k, skv, 4, &k4, err), k4);
+    STEP(sn_aten_view(v, skv, 4, &v4, err), v4);
+    STEP(sn_aten_transpose(k4, 1, 2, &kt, err), kt); /* (B or n, Hkv, T or W, Dh) */
+    STEP(sn_aten_transpose(v4, 1, 2, &vt, err), vt);
+    STEP(sn_aten_view(q, sq, 4, &q4, err), q4);
+    STEP(sn_aten_transpose(q4, 1, 2, &qt, err), qt); /* (n, Hq, 1, Dh) */
+    STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(qt, cs3, ss3, &qr, err), qr);
+    STEPC(SN_PROF_ATTENTION, sn_aten_apply_rotary(kt, kcos, ksin, &kr, err), kr);
+    STEPC(SN_PROF_ATTENTION, sn_aten_attention(qr, kr, vt, x->ro_keep, false, 0.0, 0.0, NULL,
                                                &att, err), att); /* (n, Hq, 1, Dh) */
     STEP(sn_aten_reshape(att, s2, 2, &att2, err), att2);
     STEPC(SN_PROF_OTHER, sn_aten_reshape(h, sflat, 2, &hf, err), hf);
@@ -715,13 +731,13 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
             goto fail;
         for (int64_t i = 0; i < c->num_hidden_layers; i++) {
             struct layer_ctx x = {m, i, fs->cos, fs->sin, fs->keep, B, T, fs->spans,
-                                  NULL, NULL, NULL, 0};
+                                  NULL, NULL, NULL, 0, 0};
             ctxs[i] = x;
         }
     }
     int64_t n_layers = c->num_hidden_layers;
     for (int64_t i = 0; i + 1 < n_layers; i++) {
-        struct layer_ctx x = {m, i, cosv, sinv, tkeep, B, T, tspans, NULL, NULL, NULL, 0};
+        struct layer_ctx x = {m, i, cosv, sinv, tkeep, B, T, tspans, NULL, NULL, NULL, 0, 0};
         struct sn_tensor *hn2 = NULL;
         if (ckpt) {
             /* every tensor the layer reads that requires grad: its LoRA factors, and in full
@@ -756,37 +772,60 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         /* The last layer on the read-out rows only (readout_layer_fn). Not checkpointed: what
         ** it keeps for backward past its inputs is a, k and v, little next to a full layer. */
         struct layer_ctx x = {m, n_layers - 1, cosv, sinv, tkeep, B, T, tspans, tlast, NULL,
-                              tkeep, n_out};
+                              tkeep, n_out, T};
         if (pk) {
-            /* several read-outs per row: each one's row and the keys its span grants it */
-            int64_t sro[2] = {n_out, T};
-            int64_t *row = sn_malloc((size_t)n_out * sizeof *row);
-            uint8_t *see = sn_malloc((size_t)n_out * (size_t)T);
-            struct sn_tensor *trow = NULL, *tsee = NULL;
-            if (!row || !see)
+            /* several read-outs per row: each one's key window, from the first key its
+            ** span grants it (segment or prefix start) to itself, and which keys of it the
+            ** span grants */
+            int64_t W = 1;
+            for (int64_t r = 0; r < n_out; r++) {
+                const int32_t *sp = pk->spans + 3 * last[r];
+                int64_t t = last[r] % T, w0 = sp[1] < sp[2] && sp[1] < sp[0] ? sp[1] : sp[0];
+                if (w0 < 0 || w0 > t)
+                    w0 = 0; /* a bad span: the spans attention of layer 0 has refused it */
+                if (t - w0 + 1 > W)
+                    W = t - w0 + 1;
+            }
+            size_t nw;
+            if (!sn_mul_ok((size_t)n_out, (size_t)W, &nw) || nw > ((size_t)1 << 40)) {
+                rc = sn_err_set(err, SN_E_ARG, "forward: read-out windows too large");
+                goto fail;
+            }
+            int64_t swin[1] = {(int64_t)nw}, skw[2] = {n_out, W};
+            int64_t *win = sn_malloc(nw * sizeof *win);
+            uint8_t *see = sn_malloc(nw);
+            struct sn_tensor *twin = NULL, *tsee = NULL;
+            if (!win || !see)
                 rc = sn_err_set(err, SN_E_NOMEM, "forward: out of memory");
             for (int64_t r = 0; !rc && r < n_out; r++) {
-                int64_t bt = last[r], t = bt % T;
+                int64_t bt = last[r], t = bt % T, row0 = bt - t;
                 const int32_t *sp = pk->spans + 3 * bt;
-                row[r] = bt / T;
-                for (int64_t j = 0; j < T; j++)
-                    see[r * T + j] = (uint8_t)((sp[0] <= j && j <= t) ||
-                                               (sp[1] <= j && j < sp[2]));
+                int64_t w0 = sp[1] < sp[2] && sp[1] < sp[0] ? sp[1] : sp[0];
+                if (w0 < 0 || w0 > t)
+                    w0 = 0;
+                for (int64_t j = 0; j < W; j++) {
+                    int64_t key = w0 + j, i = r * W + j;
+                    bool in = key <= t;
+                    win[i] = row0 + (in ? key : t); /* past the end: a masked repeat */
+                    see[i] = (uint8_t)(in && ((sp[0] <= key && key <= t) ||
+                                              (sp[1] <= key && key < sp[2])));
+                }
             }
             if (!rc)
-                rc = sn_aten_from_host(row, SN_DTYPE_I64, sB, 1, SN_DTYPE_I64, m->p.device,
-                                       &trow, err);
+                rc = sn_aten_from_host(win, SN_DTYPE_I64, swin, 1, SN_DTYPE_I64, m->p.device,
+                                       &twin, err);
             if (!rc)
-                rc = sn_aten_from_host(see, SN_DTYPE_BOOL, sro, 2, SN_DTYPE_BOOL, m->p.device,
+                rc = sn_aten_from_host(see, SN_DTYPE_BOOL, skw, 2, SN_DTYPE_BOOL, m->p.device,
                                        &tsee, err);
-            sn_free(row);
+            sn_free(win);
             sn_free(see);
-            scope_keep(&sc, trow);
+            scope_keep(&sc, twin);
             scope_keep(&sc, tsee);
             if (rc)
                 goto fail;
-            x.ro_row = trow;
+            x.ro_win = twin;
             x.ro_keep = tsee;
+            x.W = W;
         }
         rc = readout_layer_fn(&x, h, &hl, err); /* (n_out, D) */
         if (rc)
