@@ -16,7 +16,8 @@
 # Env: TS_SEQ (256), TS_BATCH (8), TS_STEPS (8; TS_STEPS_TINY 40, TS_STEPS_100M 3),
 # TS_THREADS (nproc: both sides), TS_BSEQ (512), TS_REPEAT (1: rounds per row of part 1, each
 # running ours and both PyTorch columns in turn; the table shows each column's median),
-# TS_CONFIGS ("tiny small 100m": part 1's configs), TS_SECTIONS ("step ckpt batching": the parts to run).
+# TS_CONFIGS ("tiny small 100m": part 1's configs), TS_SECTIONS ("step ckpt batching": the
+# parts to run).
 # One warm-up step before the timed ones on both sides. bench_train_step
 # runs with the allocator setting `sentinel` applies at start (sn_tune_host_allocator;
 # TS_DEFAULT_MALLOC=1 measures without it).

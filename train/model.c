@@ -147,6 +147,9 @@ void sn_model_release_forward_state(struct sn_model *m)
         sn_tensor_free(f->sin);
         sn_tensor_free(f->keep);
         sn_tensor_free(f->spans);
+        sn_tensor_free(f->ro);
+        sn_tensor_free(f->ro_win);
+        sn_tensor_free(f->ro_keep);
         sn_free(f->ctx);
         sn_free(f);
     }
@@ -563,6 +566,40 @@ fail:
     return sn_err_wrap(err, "layer %" PRId64 " (read-out rows)", x->li);
 }
 
+/* readout_layer_fn in sn_aten_checkpoint's form: in[0] = h -> out[0] = the read-out rows. */
+static int readout_layer_ckpt_fn(void *vctx, struct sn_tensor *const *in, size_t n_in,
+                                 struct sn_tensor **out, size_t n_out, struct sn_err *err)
+{
+    (void)n_in;
+    (void)n_out;
+    return readout_layer_fn(vctx, in[0], &out[0], err);
+}
+
+enum { LAYER_GRAD_INPUTS_MAX = 3 * SN_LORA_TARGET_COUNT + 5 };
+
+/* The tensors layer li reads that require grad, which its checkpoint must hand to autograd:
+** its LoRA factors, and in full fine-tuning (the trainer's mode full) its own weights, biases
+** and norms. Fills params (LAYER_GRAD_INPUTS_MAX entries) and returns their count. */
+static size_t layer_grad_inputs(struct sn_model *m, int64_t li, struct sn_tensor **params)
+{
+    size_t np = 0;
+    struct sn_model_layer *L = &m->layers[li];
+    for (int t = 0; t < SN_LORA_TARGET_COUNT; t++) {
+        struct sn_lora_linear *l = L->lora[t];
+        if (l && !l->merged) {
+            params[np++] = l->A;
+            params[np++] = l->B;
+        }
+        if (sn_aten_requires_grad(L->w[t]))
+            params[np++] = L->w[t];
+    }
+    struct sn_tensor *extra[5] = {L->ln1, L->ln2, L->bq, L->bk, L->bv};
+    for (int e = 0; e < 5; e++)
+        if (extra[e] && sn_aten_requires_grad(extra[e]))
+            params[np++] = extra[e];
+    return np;
+}
+
 /* Host-side batch checks and derived arrays: positions (B*T), last token per row (B),
 ** ids as int64 (B*T), keep flags (B*T). */
 static int batch_prepare(const struct sn_model *m, const struct sn_model_batch *b,
@@ -740,24 +777,8 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         struct layer_ctx x = {m, i, cosv, sinv, tkeep, B, T, tspans, NULL, NULL, NULL, 0, 0};
         struct sn_tensor *hn2 = NULL;
         if (ckpt) {
-            /* every tensor the layer reads that requires grad: its LoRA factors, and in full
-            ** fine-tuning (the trainer's mode full) its own weights, biases and norms */
-            struct sn_tensor *params[3 * SN_LORA_TARGET_COUNT + 5];
-            size_t np = 0;
-            struct sn_model_layer *L = &m->layers[i];
-            for (int t = 0; t < SN_LORA_TARGET_COUNT; t++) {
-                struct sn_lora_linear *l = L->lora[t];
-                if (l && !l->merged) {
-                    params[np++] = l->A;
-                    params[np++] = l->B;
-                }
-                if (sn_aten_requires_grad(L->w[t]))
-                    params[np++] = L->w[t];
-            }
-            struct sn_tensor *extra[5] = {L->ln1, L->ln2, L->bq, L->bk, L->bv};
-            for (int e = 0; e < 5; e++)
-                if (extra[e] && sn_aten_requires_grad(extra[e]))
-                    params[np++] = extra[e];
+            struct sn_tensor *params[LAYER_GRAD_INPUTS_MAX];
+            size_t np = layer_grad_inputs(m, i, params);
             rc = sn_aten_checkpoint(layer_fn, &ctxs[i], &h, 1, params, np, m->gen, &hn2, 1,
                                     err);
         } else {
@@ -769,8 +790,7 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         h = hn2;
     }
     if (n_layers > 0) {
-        /* The last layer on the read-out rows only (readout_layer_fn). Not checkpointed: what
-        ** it keeps for backward past its inputs is a, k and v, little next to a full layer. */
+        /* The last layer on the read-out rows only (readout_layer_fn) */
         struct layer_ctx x = {m, n_layers - 1, cosv, sinv, tkeep, B, T, tspans, tlast, NULL,
                               tkeep, n_out, T};
         if (pk) {
@@ -827,7 +847,26 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
             x.ro_keep = tsee;
             x.W = W;
         }
-        rc = readout_layer_fn(&x, h, &hl, err); /* (n_out, D) */
+        if (ckpt) {
+            /* the context and what it reads must outlive this call, as above */
+            struct sn_fwd_state *fs = m->fwd;
+            rc = sn_tensor_alias(tlast, &fs->ro, err);
+            if (!rc && x.ro_win)
+                rc = sn_tensor_alias(x.ro_win, &fs->ro_win, err);
+            if (!rc)
+                rc = sn_tensor_alias(x.ro_keep, &fs->ro_keep, err);
+            if (rc)
+                goto fail;
+            struct layer_ctx xf = {m, n_layers - 1, fs->cos, fs->sin, fs->keep, B, T,
+                                   fs->spans, fs->ro, fs->ro_win, fs->ro_keep, n_out, x.W};
+            ctxs[n_layers - 1] = xf;
+            struct sn_tensor *params[LAYER_GRAD_INPUTS_MAX];
+            size_t np = layer_grad_inputs(m, n_layers - 1, params);
+            rc = sn_aten_checkpoint(readout_layer_ckpt_fn, &ctxs[n_layers - 1], &h, 1, params,
+                                    np, m->gen, &hl, 1, err);
+        } else {
+            rc = readout_layer_fn(&x, h, &hl, err); /* (n_out, D) */
+        }
         if (rc)
             goto fail;
         scope_keep(&sc, hl);

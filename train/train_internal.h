@@ -16,6 +16,8 @@ struct layer_ctx;
 struct sn_fwd_state {
     struct sn_tensor    *cos, *sin, *keep; /* RoPE tables (B, T, Dh), mask (B, T) */
     struct sn_tensor    *spans;            /* packed rows (B, T, 3) or NULL */
+    struct sn_tensor    *ro, *ro_win, *ro_keep; /* the last layer's read-out tokens, key
+                                                ** windows (or NULL) and masks */
     struct layer_ctx    *ctx;              /* one per layer */
     struct sn_fwd_state *next;
 };
