@@ -153,7 +153,9 @@ struct sn_model_packed {
 
 /* Forward pass. *rewards (B) (NULL ok) needs a head; *hidden (B, hidden_size) (NULL ok) is the
 ** final-norm hidden state at each row's last real token. Both are new handles, differentiable
-** (w.r.t. head and LoRA parameters) when grad mode is on. */
+** (w.r.t. head and LoRA parameters) when grad mode is on. Only those tokens are read, so the
+** last decoder layer computes its keys and values on every token and the rest of it on them
+** alone (docs/train.md "Speed"). */
 int  sn_model_forward(struct sn_model *m, const struct sn_model_batch *batch,
                       struct sn_tensor **rewards, struct sn_tensor **hidden, struct sn_err *err);
 /* The same over packed rows: *rewards (n_readout), *hidden (n_readout, hidden_size). */
