@@ -368,18 +368,37 @@ struct Dims {
     // One past the last key query row i may see under the causal mask (may be <= 0).
     int64_t key_end(int64_t i) const { return causal ? std::min(Tk, i + off + 1) : Tk; }
     int64_t span(int64_t b, int64_t i, int c) const { return spans[(b * Tq + i) * 3 + c]; }
-    // First key of the block of query rows [i0, i0 + mb) that some row may see, rounded down
-    // to a 16-key panel (the packed Kᵀ operand starts on panel boundaries). 0 without spans.
-    int64_t block_begin(int64_t b, int64_t i0, int64_t mb) const
+    // The keys the block of query rows [i0, i0 + mb) computes scores over, ending at its
+    // causal end kend: [k0, k0 + na) then [kb, kb + nb) (nb = 0: one range). k0 is the first
+    // key some row may see, rounded down to a 16-key panel (the packed Kᵀ operand starts on
+    // panel boundaries), 0 without spans. With spans, when every row's keys lie in a shared
+    // prefix ending at or before some hi and in segments starting at or after some s, the
+    // keys in [hi, s rounded down) are seen by no row and skipped: the responses after the
+    // first one in a shared-prefix row skip the earlier responses (docs/train.md, packed
+    // batches). The two ranges hold n = na + nb scores per row, side by side.
+    struct Window {
+        int64_t k0, na, kb, nb;
+        int64_t n() const { return na + nb; }
+    };
+    Window block_window(int64_t b, int64_t i0, int64_t mb, int64_t kend) const
     {
         if (!spans)
-            return 0;
-        int64_t m = i0;
+            return {0, kend, kend, 0};
+        int64_t first = i0, hi_max = -1, s_min = i0;
+        bool all_prefix = true;
         for (int64_t i = i0; i < i0 + mb; i++) {
             int64_t s = span(b, i, 0), lo = span(b, i, 1), hi = span(b, i, 2);
-            m = std::min(m, lo < hi ? std::min(lo, s) : s);
+            first = std::min(first, lo < hi ? std::min(lo, s) : s);
+            s_min = std::min(s_min, s);
+            if (lo < hi)
+                hi_max = std::max(hi_max, hi);
+            else
+                all_prefix = false;
         }
-        return m / 16 * 16;
+        int64_t k0 = std::min(first / 16 * 16, kend), kb = s_min / 16 * 16;
+        if (all_prefix && hi_max > k0 && hi_max < kb && kb < kend)
+            return {k0, hi_max - k0, kb, kend - kb};
+        return {k0, kend - k0, kend, 0};
     }
 };
 
@@ -416,10 +435,11 @@ T mask_row(const Kernels<T> &K, T *x, int64_t n, int64_t jend, const T *bias, T 
     return mx;
 }
 
-// One row of scores over the key window [k0, k0 + n), in place: scaled where query row i of
+// One row of scores over the key range [k0, k0 + n), in place: scaled where query row i of
 // batch b may attend, −inf elsewhere. Returns the row max (−inf when no key is allowed).
 // Without spans k0 is 0 and this is mask_row. With spans the allowed keys are the shared
-// prefix [lo, hi) and the row's own segment [s, i] (hi <= s, checked by the caller).
+// prefix [lo, hi) and the row's own segment [s, i] (hi <= s, checked by the caller), each
+// clipped to the range (a block's scores may come as two ranges: Dims::block_window).
 template <typename T>
 T mask_window(const Kernels<T> &K, const Dims &d, T *x, int64_t k0, int64_t n, int64_t b,
               int64_t i, const T *bias, const T *zeros, T scale)
@@ -435,9 +455,11 @@ T mask_window(const Kernels<T> &K, const Dims &d, T *x, int64_t k0, int64_t n, i
             at = upto;
         }
     };
-    auto keep = [&](int64_t from, int64_t upto) {
-        skip(from);
+    auto keep = [&](int64_t from, int64_t upto) { // clipped to the range [at, k0 + n)
+        from = std::max(from, at);
+        upto = std::min(upto, k0 + n);
         if (upto > from) {
+            skip(from);
             mx = std::max(mx, K.scale_bias_max(x + (from - k0), upto - from, zeros, scale));
             at = upto;
         }
@@ -447,6 +469,18 @@ T mask_window(const Kernels<T> &K, const Dims &d, T *x, int64_t k0, int64_t n, i
         keep(lo, hi);
     keep(s, i + 1);
     skip(k0 + n);
+    return mx;
+}
+
+// One row of scores over a block's window (both ranges, side by side), in place: mask_window
+// over each range. Returns the row max.
+template <typename T>
+T mask_block_row(const Kernels<T> &K, const Dims &d, const Dims::Window &w, T *x, int64_t b,
+                 int64_t i, const T *bias, const T *zeros, T scale)
+{
+    T mx = mask_window<T>(K, d, x, w.k0, w.na, b, i, bias, zeros, scale);
+    if (w.nb > 0)
+        mx = std::max(mx, mask_window<T>(K, d, x + w.na, w.kb, w.nb, b, i, bias, zeros, scale));
     return mx;
 }
 
@@ -476,17 +510,23 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
             for (int64_t i0 = 0; i0 < d.Tq; i0 += kBlockRows) {
                 int64_t mb = std::min(kBlockRows, d.Tq - i0);
                 int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
-                // the key window [k0, kend) of this block: k0 > 0 only for packed rows
-                int64_t k0 = std::min(d.block_begin(b, i0, mb), kend), n = kend - k0;
-                if (n > 0)
-                    K.gemm(mb, n, D, Q.row(b, h, i0), Q.st, kp.data() + k0 / kPanel * D * kPanel,
-                           D * kPanel, s.data(), n, false);
+                // the key window of this block (Dims::block_window): its scores side by side
+                const Dims::Window w = d.block_window(b, i0, mb, kend);
+                const int64_t n = w.n();
+                if (w.na > 0)
+                    K.gemm(mb, w.na, D, Q.row(b, h, i0), Q.st,
+                           kp.data() + w.k0 / kPanel * D * kPanel, D * kPanel, s.data(), n,
+                           false);
+                if (w.nb > 0)
+                    K.gemm(mb, w.nb, D, Q.row(b, h, i0), Q.st,
+                           kp.data() + w.kb / kPanel * D * kPanel, D * kPanel, s.data() + w.na,
+                           n, false);
                 T *lrow = L + (b * d.Hq + h) * d.Tq;
                 for (int64_t r = 0; r < mb; r++) {
                     int64_t i = i0 + r;
                     T *x = s.data() + r * n;
-                    T mx = mask_window<T>(K, d, x, k0, n, b, i, bias.data() + b * Tk,
-                                          zeros.data(), scale);
+                    T mx = mask_block_row<T>(K, d, w, x, b, i, bias.data() + b * Tk,
+                                             zeros.data(), scale);
                     if (mx == -std::numeric_limits<T>::infinity()) {
                         lrow[i] = mx; // no key allowed: uniform row, filled below
                         for (int64_t j = 0; j < n; j++)
@@ -499,9 +539,12 @@ void forward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                 }
                 // O = (P V) / l: the row sums divide the D outputs, not the kend probabilities
                 T *o = O.row(b, h, i0);
-                if (n > 0)
-                    K.gemm(mb, D, n, s.data(), n, vp.data() + k0 * kPanel, Tk * kPanel, o, O.st,
-                           false);
+                if (w.na > 0)
+                    K.gemm(mb, D, w.na, s.data(), n, vp.data() + w.k0 * kPanel, Tk * kPanel, o,
+                           O.st, false);
+                if (w.nb > 0)
+                    K.gemm(mb, D, w.nb, s.data() + w.na, n, vp.data() + w.kb * kPanel,
+                           Tk * kPanel, o, O.st, w.na > 0);
                 for (int64_t r = 0; r < mb; r++) {
                     if (lrow[i0 + r] != -std::numeric_limits<T>::infinity()) {
                         for (int64_t c = 0; c < D; c++)
@@ -560,7 +603,8 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                 for (int64_t i0 = 0; i0 < d.Tq; i0 += Mb) {
                     int64_t mb = std::min(Mb, d.Tq - i0);
                     int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
-                    int64_t k0 = std::min(d.block_begin(b, i0, mb), kend), n = kend - k0;
+                    const Dims::Window w = d.block_window(b, i0, mb, kend);
+                    const int64_t n = w.n();
                     const T *qb = Q.row(b, h, i0), *dob = dO.row(b, h, i0);
                     T *dqb = dQ.row(b, h, i0);
                     for (int64_t r = 0; r < mb; r++) {
@@ -577,14 +621,21 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                             std::fill(dqb + r * dQ.st, dqb + r * dQ.st + D, T(0));
                         continue;
                     }
+                    // each product below runs once per range of the window: a over keys
+                    // [k0, k0 + na) and scores [0, na), b over [kb, kb + nb) and [na, n)
+                    const int64_t kr0[2] = {w.k0, w.kb}, nr[2] = {w.na, w.nb},
+                                  col[2] = {0, w.na};
                     // P = exp(x − lse), recomputed from the scores
-                    const T *kp0 = kp.data() + k0 / kPanel * D * kPanel;
-                    K.gemm(mb, n, D, qb, Q.st, kp0, D * kPanel, p.data(), n, false);
+                    for (int rg = 0; rg < 2; rg++)
+                        if (nr[rg] > 0)
+                            K.gemm(mb, nr[rg], D, qb, Q.st,
+                                   kp.data() + kr0[rg] / kPanel * D * kPanel, D * kPanel,
+                                   p.data() + col[rg], n, false);
                     for (int64_t r = 0; r < mb; r++) {
                         int64_t i = i0 + r;
                         T *x = p.data() + r * n;
-                        mask_window<T>(K, d, x, k0, n, b, i, bias.data() + b * Tk, zeros.data(),
-                                       scale);
+                        mask_block_row<T>(K, d, w, x, b, i, bias.data() + b * Tk, zeros.data(),
+                                          scale);
                         if (lrow[i] == ninf)
                             std::fill(x, x + n, T(0));
                         else
@@ -596,27 +647,37 @@ void backward_kernel(const Dims &d, const at::Tensor &q, const at::Tensor &k,
                             acc += g_o[c] * o[c];
                         di[(size_t)r] = acc;
                     }
-                    // dV[k0:kend] += Pᵀ dO
+                    // dV[window] += Pᵀ dO
                     pack_rows(dob, dO.st, mb, D, dobp.data());
                     transpose(p.data(), mb, n, n, tr.data());
-                    K.gemm(n, D, mb, tr.data(), mb, dobp.data(), mb * kPanel,
-                           dva.data() + k0 * D, D, true);
+                    for (int rg = 0; rg < 2; rg++)
+                        if (nr[rg] > 0)
+                            K.gemm(nr[rg], D, mb, tr.data() + col[rg] * mb, mb, dobp.data(),
+                                   mb * kPanel, dva.data() + kr0[rg] * D, D, true);
                     // dP = dO Vᵀ;  dS = scale · P ∘ (dP − Di)
-                    K.gemm(mb, n, D, dob, dO.st, vtp.data() + k0 / kPanel * D * kPanel,
-                           D * kPanel, dp.data(), n, false);
+                    for (int rg = 0; rg < 2; rg++)
+                        if (nr[rg] > 0)
+                            K.gemm(mb, nr[rg], D, dob, dO.st,
+                                   vtp.data() + kr0[rg] / kPanel * D * kPanel, D * kPanel,
+                                   dp.data() + col[rg], n, false);
                     for (int64_t r = 0; r < mb; r++) {
                         T *ds = dp.data() + r * n;
                         const T *pr = p.data() + r * n;
                         const T dr = di[(size_t)r];
                         K.softmax_grad(ds, pr, n, scale, dr);
                     }
-                    // dQ = dS K;  dK[k0:kend] += dSᵀ Q
-                    K.gemm(mb, D, n, dp.data(), n, krp.data() + k0 * kPanel, Tk * kPanel, dqb,
-                           dQ.st, false);
+                    // dQ = dS K;  dK[window] += dSᵀ Q
+                    for (int rg = 0; rg < 2; rg++)
+                        if (nr[rg] > 0)
+                            K.gemm(mb, D, nr[rg], dp.data() + col[rg], n,
+                                   krp.data() + kr0[rg] * kPanel, Tk * kPanel, dqb, dQ.st,
+                                   rg == 1 && nr[0] > 0);
                     pack_rows(qb, Q.st, mb, D, qbp.data());
                     transpose(dp.data(), mb, n, n, tr.data());
-                    K.gemm(n, D, mb, tr.data(), mb, qbp.data(), mb * kPanel,
-                           dka.data() + k0 * D, D, true);
+                    for (int rg = 0; rg < 2; rg++)
+                        if (nr[rg] > 0)
+                            K.gemm(nr[rg], D, mb, tr.data() + col[rg] * mb, mb, qbp.data(),
+                                   mb * kPanel, dka.data() + kr0[rg] * D, D, true);
                 }
             }
             for (int64_t j = 0; j < Tk; j++) {
@@ -657,7 +718,7 @@ Dims dims_of(const at::Tensor &q, const at::Tensor &k, bool causal, double scale
             for (int64_t i0 = 0; i0 < d.Tq; i0 += kBlockRows) {
                 int64_t mb = std::min(kBlockRows, d.Tq - i0);
                 int64_t kend = std::max<int64_t>(d.key_end(i0 + mb - 1), 0);
-                d.window = std::max(d.window, kend - std::min(d.block_begin(b, i0, mb), kend));
+                d.window = std::max(d.window, d.block_window(b, i0, mb, kend).n());
             }
     }
     return d;
