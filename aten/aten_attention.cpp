@@ -21,7 +21,9 @@
 // Packed rows (sn_aten_attention_spans): a query row sees a shared prefix [lo, hi) and its own
 // segment [s, i]; a block of query rows computes scores only over the key window from the
 // first key any of its rows may see (rounded down to a panel) to its causal end, so a row of
-// many short sequences costs about what the sequences cost one by one (block-diagonal).
+// many short sequences costs about what the sequences cost one by one (block-diagonal), and
+// when its rows all see a shared prefix, the keys between that prefix and their segments
+// (earlier responses to the same context) are skipped too: two key ranges per block.
 // Products run on one small matmul kernel C (+)= A·B (A row-major, B packed into 16-column
 // panels): AVX2+FMA intrinsics for f32 when the CPU has them (chosen at run time), plain loops
 // otherwise and for f64 (the dtype of the finite-difference gradient checks).

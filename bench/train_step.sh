@@ -14,8 +14,9 @@
 #     three sequences share a context 4x longer than their responses (TS_BSEQ tokens, 512),
 #     and the tuples/s ratio of packed and shared_prefix over padded.
 # Env: TS_SEQ (256), TS_BATCH (8), TS_STEPS (8; TS_STEPS_TINY 40, TS_STEPS_100M 3),
-# TS_THREADS (nproc: both sides), TS_BSEQ (512), TS_REPEAT (1: rounds per row of part 1, each
-# running ours and both PyTorch columns in turn; the table shows each column's median),
+# TS_THREADS (nproc: both sides), TS_BSEQ (512), TS_REPEAT (1: rounds per row of parts 1 and 3,
+# each running ours and both PyTorch columns, or the three batching modes, in turn; the tables
+# show each column's or mode's median),
 # TS_CONFIGS ("tiny small 100m": part 1's configs), TS_SECTIONS ("step ckpt batching": the
 # parts to run).
 # One warm-up step before the timed ones on both sides. bench_train_step
@@ -53,6 +54,8 @@ ref_same() {
       MALLOC_TOP_PAD_=67108864 OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 \
       /usr/bin/python3 "$src/bench/ref/train_step_ref.py" --threads "$threads" "$@"
 }
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
 # timed steps: tiny's take ~0.1 s, so it gets more of them (TS_STEPS_TINY) to time about a second
@@ -63,8 +66,6 @@ echo "== full training step: seq $seq, micro-batch $batch tuples (3 sequences ea
      "threads; sgemm peak ${peak:-?} GFLOP/s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %-5s %-4s %9s %9s %7s %9s %7s | %9s %9s %8s %8s\n' config mode ckpt step_s \
   tokens/s %peak wait_frac rss_MB torch_tok/s same_tok/s vs_torch vs_same
-# median of the numbers on stdin
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }'; }
 row() {
   local cfg=$1 mode=$2 ck=$3 bt=$4 steps=$5
   local args=(--config "$cfg" --mode "$mode" --ckpt "$ck" --seq "$seq" --batch "$bt"
@@ -137,15 +138,29 @@ printf '%-6s %-5s %-14s %10s %10s %9s %8s %9s\n' config ckpt batching step_s tok
   tuples/s rss_MB vs_padded
 for cfg in tiny small; do
   for ck in 0 1; do
+    # TS_REPEAT rounds, each running the three modes in turn; each mode's row is its median
+    # round by tuples/s, and vs_padded is the ratio of the medians
+    declare -A runs=() tp=()
+    for ((i = 0; i < repeat; i++)); do
+      for bm in padded packed shared_prefix; do
+        runs[$bm,$i]=$(ours --config $cfg --mode full --ckpt $ck --seq "$bseq" \
+          --batch "$batch" --steps "$(steps_of $cfg)" --warmup 1 --batching $bm --ctx-ratio 4)
+        tp[$bm]+="$(get tuples_per_s "${runs[$bm,$i]}")"$'\n'
+      done
+    done
     base=""
     for bm in padded packed shared_prefix; do
-      out=$(ours --config $cfg --mode full --ckpt $ck --seq "$bseq" --batch "$batch" \
-            --steps "$(steps_of $cfg)" --warmup 1 --batching $bm --ctx-ratio 4)
-      tps=$(get tuples_per_s "$out")
+      tps=$(printf '%s' "${tp[$bm]}" | median)
+      for ((i = 0; i < repeat; i++)); do
+        out=${runs[$bm,$i]}
+        awk -v a="$(get tuples_per_s "$out")" -v m="$tps" 'BEGIN { exit !(a == m) }' && break
+      done
       [ -z "$base" ] && base=$tps
       printf '%-6s %-5s %-14s %10s %10s %9s %8s %9s\n' $cfg $ck $bm "$(get step_s "$out")" \
         "$(get tokens_per_s "$out")" "$tps" "$(get peak_rss_mb "$out")" "$(ratio "$tps" "$base")"
     done
+    unset runs tp
   done
 done
+echo "(median of $repeat round(s) per row)"
 fi
