@@ -259,10 +259,12 @@ int sn_lora_group_forward(const struct sn_lora_linear *const *l,
         }
     }
     struct sn_tensor *wcat = NULL, *bcat = NULL, *y = NULL, *xa = NULL, *bblk = NULL;
-    /* the casts only drop const: cat reads its inputs */
-    int rc = sn_aten_cat((struct sn_tensor *const *)W, n, 0, &wcat, err);
+    /* the casts only drop const: cat reads its inputs; a group of one needs no copy */
+    int rc = n == 1 ? sn_tensor_alias(W[0], &wcat, err)
+                    : sn_aten_cat((struct sn_tensor *const *)W, n, 0, &wcat, err);
     if (!rc && has_bias)
-        rc = sn_aten_cat((struct sn_tensor *const *)bias, n, 0, &bcat, err);
+        rc = n == 1 ? sn_tensor_alias(bias[0], &bcat, err)
+                    : sn_aten_cat((struct sn_tensor *const *)bias, n, 0, &bcat, err);
     if (!rc)
         rc = sn_aten_linear(x, wcat, bcat, &y, err);
     if (!rc && r_total > 0) {

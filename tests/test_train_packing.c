@@ -5,7 +5,8 @@
 **     response's queries against [prefix; response] keys, causal with the diagonal shifted by
 **     the prefix), forward and the gradients of q, k and v; f64 to 1e-10, f32 to 2e-5 of the
 **     largest magnitude (the kernels sum in a different order); the composed path (bf16) to
-**     bf16 rounding; malformed spans are refused naming the entry.
+**     bf16 rounding; malformed spans are refused naming the entry (by the op, and by the
+**     model's forward before any layer reads them).
 **   - model: rewards of a packed row and of a shared-prefix row (laid out here, independently
 **     of the trainer) equal the padded batch's rewards (f64 1e-10, f32 1e-5);
 **   - trainer: one step's loss, reward statistics, the gradient of every parameter and the
@@ -423,6 +424,15 @@ static void test_model_rewards(enum sn_dtype dt, double tol)
             CHECK(sn_model_forward_packed(m, &b, &pk, &r, NULL, &e) == SN_E_ARG && !r);
             sn_aten_no_grad_exit(gm);
             CHECK_MSG(strstr(e.msg, "context") != NULL, "%s", e.msg);
+            /* a span whose prefix runs into its segment is refused, naming the position,
+            ** before any layer reads it (the last layer's key windows do too) */
+            pos[T - 1] = pos[T - 2] + 1;
+            spans[3 * (T - 1) + 2] = spans[3 * (T - 1)] + 1;
+            struct sn_err e2 = {0};
+            gm = sn_aten_no_grad_enter();
+            CHECK(sn_model_forward_packed(m, &b, &pk, &r, NULL, &e2) == SN_E_ARG && !r);
+            sn_aten_no_grad_exit(gm);
+            CHECK_MSG(strstr(e2.msg, "span") && strstr(e2.msg, "position"), "%s", e2.msg);
         }
         free(ids);
         free(pos);

@@ -624,6 +624,16 @@ static int batch_prepare(const struct sn_model *m, const struct sn_model_batch *
                                   PRId64 ": RoPE position %d outside [0, %" PRId64 ") (a "
                                   "sequence longer than the model's context)", i / b->T,
                                   i % b->T, pk->pos[i], m->cfg.max_position_embeddings);
+            /* the rule of sn_aten_attention_spans, checked here too: the last layer's key
+            ** windows (readout_windows) read the spans without that op */
+            const int32_t *sp = pk->spans + 3 * i;
+            int64_t t = i % b->T;
+            if (!(sp[0] >= 0 && sp[0] <= t &&
+                  (sp[1] == sp[2] || (sp[1] >= 0 && sp[1] < sp[2] && sp[2] <= sp[0]))))
+                return sn_err_set(err, SN_E_ARG, "packed batch row %" PRId64 ", position %"
+                                  PRId64 ": span (%d, %d, %d): expected 0 <= start <= "
+                                  "position and an empty prefix or 0 <= lo < hi <= start",
+                                  i / b->T, t, sp[0], sp[1], sp[2]);
             ids64[i] = id;
             keep[i] = 1;
             pos[i] = pk->pos[i];
@@ -667,6 +677,58 @@ static int batch_prepare(const struct sn_model *m, const struct sn_model_batch *
         last_flat[r] = r * b->T + last;
     }
     return SN_OK;
+}
+
+/* The first key a token of a packed row with span sp may see: its prefix start, or its
+** segment start without a prefix (spans validated by batch_prepare: lo < hi <= start). */
+static int64_t window_start(const int32_t *sp)
+{
+    return sp[1] < sp[2] ? sp[1] : sp[0];
+}
+
+/* The last layer's keys for the read-out tokens of packed rows (readout_layer_fn): for each
+** read-out token r (flat index last[r]), the keys from window_start to itself, W of them for
+** the widest (shorter windows repeat their last key, masked); *win (n_out * W) I64 flat key
+** indices and *see (n_out, W) BOOL, the keys of the window its span grants it. */
+static int readout_windows(const struct sn_model *m, const struct sn_model_packed *pk,
+                           const int64_t *last, int64_t n_out, int64_t T, struct sn_tensor **win,
+                           struct sn_tensor **see, int64_t *W_out, struct sn_err *err)
+{
+    int64_t W = 1;
+    *win = *see = NULL;
+    for (int64_t r = 0; r < n_out; r++) {
+        int64_t t = last[r] % T, w = t - window_start(pk->spans + 3 * last[r]) + 1;
+        W = w > W ? w : W;
+    }
+    size_t nw;
+    if (!sn_mul_ok((size_t)n_out, (size_t)W, &nw) || nw > ((size_t)1 << 40))
+        return sn_err_set(err, SN_E_ARG, "forward: read-out windows too large");
+    int64_t swin[1] = {(int64_t)nw}, skw[2] = {n_out, W};
+    int64_t *idx = sn_malloc(nw * sizeof *idx);
+    uint8_t *ok = sn_malloc(nw);
+    int rc = SN_OK;
+    if (!idx || !ok)
+        rc = sn_err_set(err, SN_E_NOMEM, "forward: out of memory");
+    for (int64_t r = 0; !rc && r < n_out; r++) {
+        int64_t bt = last[r], t = bt % T, row0 = bt - t;
+        const int32_t *sp = pk->spans + 3 * bt;
+        int64_t w0 = window_start(sp);
+        for (int64_t j = 0; j < W; j++) {
+            int64_t key = w0 + j, i = r * W + j;
+            bool in = key <= t;
+            idx[i] = row0 + (in ? key : t);
+            ok[i] = (uint8_t)(in && ((sp[0] <= key && key <= t) ||
+                                     (sp[1] <= key && key < sp[2])));
+        }
+    }
+    if (!rc)
+        rc = sn_aten_from_host(idx, SN_DTYPE_I64, swin, 1, SN_DTYPE_I64, m->p.device, win, err);
+    if (!rc)
+        rc = sn_aten_from_host(ok, SN_DTYPE_BOOL, skw, 2, SN_DTYPE_BOOL, m->p.device, see, err);
+    sn_free(idx);
+    sn_free(ok);
+    *W_out = W;
+    return rc;
 }
 
 int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
@@ -794,58 +856,15 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         struct layer_ctx x = {m, n_layers - 1, cosv, sinv, tkeep, B, T, tspans, tlast, NULL,
                               tkeep, n_out, T};
         if (pk) {
-            /* several read-outs per row: each one's key window, from the first key its
-            ** span grants it (segment or prefix start) to itself, and which keys of it the
-            ** span grants */
-            int64_t W = 1;
-            for (int64_t r = 0; r < n_out; r++) {
-                const int32_t *sp = pk->spans + 3 * last[r];
-                int64_t t = last[r] % T, w0 = sp[1] < sp[2] && sp[1] < sp[0] ? sp[1] : sp[0];
-                if (w0 < 0 || w0 > t)
-                    w0 = 0; /* a bad span: the spans attention of layer 0 has refused it */
-                if (t - w0 + 1 > W)
-                    W = t - w0 + 1;
-            }
-            size_t nw;
-            if (!sn_mul_ok((size_t)n_out, (size_t)W, &nw) || nw > ((size_t)1 << 40)) {
-                rc = sn_err_set(err, SN_E_ARG, "forward: read-out windows too large");
-                goto fail;
-            }
-            int64_t swin[1] = {(int64_t)nw}, skw[2] = {n_out, W};
-            int64_t *win = sn_malloc(nw * sizeof *win);
-            uint8_t *see = sn_malloc(nw);
+            /* several read-outs per row: each one's key window (readout_windows) */
             struct sn_tensor *twin = NULL, *tsee = NULL;
-            if (!win || !see)
-                rc = sn_err_set(err, SN_E_NOMEM, "forward: out of memory");
-            for (int64_t r = 0; !rc && r < n_out; r++) {
-                int64_t bt = last[r], t = bt % T, row0 = bt - t;
-                const int32_t *sp = pk->spans + 3 * bt;
-                int64_t w0 = sp[1] < sp[2] && sp[1] < sp[0] ? sp[1] : sp[0];
-                if (w0 < 0 || w0 > t)
-                    w0 = 0;
-                for (int64_t j = 0; j < W; j++) {
-                    int64_t key = w0 + j, i = r * W + j;
-                    bool in = key <= t;
-                    win[i] = row0 + (in ? key : t); /* past the end: a masked repeat */
-                    see[i] = (uint8_t)(in && ((sp[0] <= key && key <= t) ||
-                                              (sp[1] <= key && key < sp[2])));
-                }
-            }
-            if (!rc)
-                rc = sn_aten_from_host(win, SN_DTYPE_I64, swin, 1, SN_DTYPE_I64, m->p.device,
-                                       &twin, err);
-            if (!rc)
-                rc = sn_aten_from_host(see, SN_DTYPE_BOOL, skw, 2, SN_DTYPE_BOOL, m->p.device,
-                                       &tsee, err);
-            sn_free(win);
-            sn_free(see);
+            rc = readout_windows(m, pk, last, n_out, T, &twin, &tsee, &x.W, err);
             scope_keep(&sc, twin);
             scope_keep(&sc, tsee);
             if (rc)
                 goto fail;
             x.ro_win = twin;
             x.ro_keep = tsee;
-            x.W = W;
         }
         if (ckpt) {
             /* the context and what it reads must outlive this call, as above */
