@@ -405,7 +405,8 @@ int sn_cmd_build(int argc, char **argv)
             status = sn_cli_usage_error("build", "-o DIR is required (no build.out or out_dir "
                                         "in a recipe)");
         else {
-            snprintf(out_buf, sizeof out_buf, "%s/shards", od->valuestring);
+            if (sn_path_fmt(out_buf, sizeof out_buf, &err, "%s/shards", od->valuestring))
+                status = sn_cli_fail("build", &err);
             out = out_buf;
         }
     }
@@ -420,7 +421,8 @@ int sn_cmd_build(int argc, char **argv)
             if (in_list)
                 cJSON_ArrayForEach(e, rin) in_list[n_inputs++] = e->valuestring;
         } else if (cJSON_IsString(od)) {
-            snprintf(in_buf, sizeof in_buf, "%s/trajectories", od->valuestring);
+            if (sn_path_fmt(in_buf, sizeof in_buf, &err, "%s/trajectories", od->valuestring))
+                status = sn_cli_fail("build", &err);
             inputs[n_inputs++] = in_buf;
         }
         if (!n_inputs)

@@ -4,7 +4,9 @@
 ** figures of docs/eval.md are printed side by side, written as JSON (--json, atomically) and per
 ** message as CSV (--items, atomically). The runtime detector (--detector, export/export.h) ranks
 ** through sn_detect_scorer_ranker, the same (context, response) scorer the simulation's
-** `sentinel` defense takes. */
+** `sentinel` defense takes. The oracle (eval/detect_oracle.c) ranks in every report as a
+** ceiling: a column of every table, never a "best baseline", and apart from the rankers in the
+** JSON (its key "oracle") and absent from --items. */
 #include "cli/cli.h"
 #include "cli/cmd_eval_defended.h"
 #include "eval/detect.h"
@@ -23,19 +25,24 @@ static void usage(FILE *f)
 "\n"
 "Detection by offline replay of recorded debates (docs/eval.md): each round every sentinel\n"
 "(honest agent) scores the messages it received, adds the bottom-k senders to its cumulative\n"
-"blacklist (Algorithm 1), and the report gives, per round and group (scenario, dataset,\n"
-"in/out-of-domain): agent-level detection accuracy, FPR and FNR (Wilson 95%%), pair-level\n"
-"rates and AUROC (cluster bootstrap over debates), task accuracy with and without the\n"
-"exclusions; every ranker next to the best baseline.\n"
+"blacklist (Algorithm 1), and the report gives, per round, for each debate's last round and\n"
+"pooled over rounds, per group (scenario, dataset, in/out-of-domain): balanced accuracy\n"
+"(1 - (FPR + FNR) / 2) and AUROC (the headline figures), agent-level detection accuracy, FPR\n"
+"and FNR, the per-round hit rate (rankings whose bottom-k holds an adversary), pair-level\n"
+"rates, and task accuracy with and without the exclusions under both tie rules (strict: the\n"
+"recorded panel decision; tie-neutral: a tie among m answers holding gold counts 1/m); every\n"
+"ranker next to the best baseline and the oracle (it knows the roles: a ceiling, never a\n"
+"baseline), and a short summary at the end.\n"
 "\n"
 "With --defended DIR the report also holds defended debates (docs/eval.md): DIR/clean,\n"
 "DIR/attacked and DIR/defended hold the same debates without adversaries, under attack, and\n"
 "under attack with the `sentinel` defense; with --recipe R they are simulated first (every\n"
 "experiment of R's `simulate` section that has an attack, run three ways; resumable). The\n"
-"report gives per round each arm's task accuracy, recovery = (defended - attacked) /\n"
-"(clean - attacked) (n/a with the reason when clean and attacked do not differ beyond\n"
-"their Wilson intervals), the detector's scoring time and its overhead over the round's\n"
-"generation time. The replay part runs on -i TRAJ, or on DIR/attacked without -i.\n"
+"report gives per round each arm's task accuracy (both tie rules), recovery = (defended -\n"
+"attacked) / (clean - attacked) on the tie-neutral accuracy (n/a with the reason when clean\n"
+"and attacked do not differ beyond their Wilson intervals), the oracle's recovery and the\n"
+"share of it, the detector's scoring time and its overhead over the round's generation\n"
+"time. The replay part runs on -i TRAJ, or on DIR/attacked without -i.\n"
 "\n"
 "options:\n"
 "  -i, --input PATH        a trajectory file or directory (repeatable; or give them as args)\n"
@@ -56,7 +63,8 @@ static void usage(FILE *f)
 "                          the bootstrap (default 1)\n"
 "      --bootstrap N       cluster-bootstrap resamples (default 1000; 0 = none)\n"
 "      --json OUT          write the whole report as JSON (atomically)\n"
-"      --items CSV         write one row per scored message (atomically)\n"
+"      --items CSV         write one row per scored message of every ranker but the oracle\n"
+"                          (atomically)\n"
 "      --allow-overlap     evaluate debates whose (dataset, item) is in the train split of\n"
 "                          --train-shards anyway, with a warning (default: refuse)\n"
 "      --skip-bad          skip (and count) lines that are not valid trajectories\n"
@@ -103,23 +111,31 @@ static void ev_free(struct ev *e)
     sn_buf_free(&e->items);
 }
 
-/* one figure of the table: its name, where it is in a summary, and which way is better */
+/* One figure of the table: its name (also its key in the JSON's best_baseline), where it is in a
+** summary, which way is better, and whether it is the same for every ranker (the vote of every
+** agent excludes nobody: never a best baseline to beat). */
 struct figure {
     const char *name;
     size_t      off;
     bool        higher_better;
+    bool        same_for_all;
 };
-#define FIG(n, f, h) {n, offsetof(struct sn_detect_summary, f), h}
+#define FIG(n, f, h, a) {n, offsetof(struct sn_detect_summary, f), h, a}
 static const struct figure figures[] = {
-    FIG("detection accuracy (agents)", agent_acc, true),
-    FIG("FPR (agents)", agent_fpr, false),
-    FIG("FNR (agents)", agent_fnr, false),
-    FIG("detection accuracy (pairs)", pair_acc, true),
-    FIG("FPR (pairs)", pair_fpr, false),
-    FIG("FNR (pairs)", pair_fnr, false),
-    FIG("AUROC (messages)", auroc, true),
-    FIG("task accuracy, defended", task_defended, true),
-    FIG("task accuracy, undefended", task_undefended, true),
+    FIG("balanced accuracy (agents)", agent_bacc, true, false),
+    FIG("detection accuracy (agents)", agent_acc, true, false),
+    FIG("FPR (agents)", agent_fpr, false, false),
+    FIG("FNR (agents)", agent_fnr, false, false),
+    FIG("hit rate (per round)", hit, true, false),
+    FIG("balanced accuracy (pairs)", pair_bacc, true, false),
+    FIG("detection accuracy (pairs)", pair_acc, true, false),
+    FIG("FPR (pairs)", pair_fpr, false, false),
+    FIG("FNR (pairs)", pair_fnr, false, false),
+    FIG("AUROC (messages)", auroc, true, false),
+    FIG("task accuracy, defended", task_defended, true, false),
+    FIG("task accuracy, defended, tie-neutral", task_defended_neutral, true, false),
+    FIG("task accuracy, undefended", task_undefended, true, true),
+    FIG("task accuracy, undefended, tie-neutral", task_undefended_neutral, true, true),
 };
 #define N_FIG (sizeof figures / sizeof figures[0])
 
@@ -128,9 +144,30 @@ static const struct sn_detect_rate *fig_of(const struct sn_detect_summary *s, si
     return (const struct sn_detect_rate *)((const char *)s + figures[f].off);
 }
 
-static bool is_baseline(const char *name) { return strcmp(name, "detector") != 0; }
+static size_t fig_index(size_t off)
+{
+    for (size_t f = 0; f < N_FIG; f++)
+        if (figures[f].off == off)
+            return f;
+    return 0;
+}
 
-/* index of the best baseline for figure f (-1 when none has a value) */
+static bool is_oracle(const char *name) { return strcmp(name, "oracle") == 0; }
+static bool is_baseline(const char *name)
+{
+    return strcmp(name, "detector") != 0 && !is_oracle(name);
+}
+
+/* index of the ranker named name, -1 when absent */
+static int ranker_index(const struct ev *e, const char *name)
+{
+    for (size_t i = 0; i < e->n; i++)
+        if (strcmp(e->r[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* index of the best baseline for figure f (-1 when none has a value); never the oracle */
 static int best_baseline(const struct ev *e, const struct sn_detect_summary *s, size_t f)
 {
     int best = -1;
@@ -155,41 +192,54 @@ static void print_rate(const struct sn_detect_rate *r)
         printf(" %8.3f [%.3f,%.3f]", r->p, r->lo, r->hi);
 }
 
+/* every ranker's summary of a group and row */
+static int summaries(const struct ev *e, const char *group, size_t row,
+                     struct sn_detect_summary *s, struct sn_err *err)
+{
+    for (size_t i = 0; i < e->n; i++) {
+        int rc = sn_detect_summary(e->d[i], group, row, &s[i], err);
+        if (rc)
+            return rc;
+    }
+    return SN_OK;
+}
+
 static int print_group(const struct ev *e, const char *group, struct sn_err *err)
 {
     struct sn_detect_summary s[MAX_RANKERS];
     size_t R = sn_detect_n_rounds(e->d[0], group);
     printf("\n== %s ==\n", group);
-    for (size_t r = 0; r <= R; r++) {
-        size_t round = r == R ? SIZE_MAX : r;
-        for (size_t i = 0; i < e->n; i++) {
-            int rc = sn_detect_summary(e->d[i], group, round, &s[i], err);
-            if (rc)
-                return rc;
-        }
-        if (round == SIZE_MAX)
-            printf("-- overall (each debate's last round; AUROC over all rounds), %llu debates\n",
+    for (size_t r = 0; r < R + 2; r++) {
+        size_t row = r < R ? r : r == R ? SN_DETECT_LAST : SN_DETECT_POOLED;
+        int rc = summaries(e, group, row, s, err);
+        if (rc)
+            return rc;
+        if (row == SN_DETECT_LAST)
+            printf("-- last round (each debate's last round), %llu debates\n",
                    (unsigned long long)s[0].n_debates);
+        else if (row == SN_DETECT_POOLED)
+            printf("-- pooled over rounds (every round of every debate; intervals: cluster "
+                   "bootstrap), %llu debates, %llu debate-rounds\n",
+                   (unsigned long long)s[0].n_debates, (unsigned long long)s[0].n_units);
         else
             printf("-- round %zu, %llu debates\n", r, (unsigned long long)s[0].n_debates);
-        printf("%-28s", "figure");
+        printf("%-40s", "figure");
         for (size_t i = 0; i < e->n; i++)
-            printf(" %22s", e->r[i].name);
+            printf(" %22s", is_oracle(e->r[i].name) ? "oracle (ceiling)" : e->r[i].name);
         printf("  best baseline\n");
         for (size_t f = 0; f < N_FIG; f++) {
-            printf("%-28s", figures[f].name);
+            printf("%-40s", figures[f].name);
             for (size_t i = 0; i < e->n; i++)
                 print_rate(fig_of(&s[i], f));
             int b = best_baseline(e, s, f);
             printf("  %s\n", b >= 0 ? e->r[b].name : "-");
         }
         /* the plain statement: where the detector does not beat the best baseline */
-        for (size_t i = 0; round == SIZE_MAX && i < e->n; i++) {
-            if (is_baseline(e->r[i].name))
+        for (size_t i = 0; row == SN_DETECT_LAST && i < e->n; i++) {
+            if (strcmp(e->r[i].name, "detector") != 0)
                 continue;
             for (size_t f = 0; f < N_FIG; f++) {
-                /* undefended accuracy excludes nobody: the same for every ranker */
-                if (figures[f].off == offsetof(struct sn_detect_summary, task_undefended))
+                if (figures[f].same_for_all)
                     continue;
                 int b = best_baseline(e, s, f);
                 double p = fig_of(&s[i], f)->p, q = b >= 0 ? fig_of(&s[b], f)->p : NAN;
@@ -198,6 +248,99 @@ static int print_group(const struct ev *e, const char *group, struct sn_err *err
                            "%.3f\n", e->r[b].name, figures[f].name, p, q);
             }
         }
+    }
+    return SN_OK;
+}
+
+/* "p [lo, hi]" or "n/a" of a JSON rate-like object into buf */
+static const char *json_ratio(const cJSON *o, char *buf, size_t n)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "p");
+    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(o, "lo");
+    const cJSON *hi = cJSON_GetObjectItemCaseSensitive(o, "hi");
+    if (!cJSON_IsNumber(p))
+        snprintf(buf, n, "n/a");
+    else if (cJSON_IsNumber(lo) && cJSON_IsNumber(hi))
+        snprintf(buf, n, "%.3f [%.3f, %.3f]", p->valuedouble, lo->valuedouble, hi->valuedouble);
+    else
+        snprintf(buf, n, "%.3f", p->valuedouble);
+    return buf;
+}
+
+/* The short summary that ends the report (docs/eval.md "Report"): the headline figures of the
+** group all — balanced accuracy and AUROC, and task accuracy under the tie-neutral rule — for
+** the last round and pooled, the detector next to the oracle and the best baseline; with
+** defended debates, the last round's recovery and its share of the oracle's. */
+static int print_summary(const struct ev *e, const cJSON *defended, struct sn_err *err)
+{
+    static const size_t head[] = {offsetof(struct sn_detect_summary, agent_bacc),
+                                  offsetof(struct sn_detect_summary, auroc),
+                                  offsetof(struct sn_detect_summary, task_defended_neutral)};
+    static const size_t rows[] = {SN_DETECT_LAST, SN_DETECT_POOLED};
+    struct sn_detect_summary s[2][MAX_RANKERS];
+    for (size_t w = 0; w < 2; w++) {
+        int rc = summaries(e, "all", rows[w], s[w], err);
+        if (rc)
+            return rc;
+    }
+    int det = ranker_index(e, "detector"), orc = ranker_index(e, "oracle");
+    printf("\n== summary: group all (every table above; definitions in docs/eval.md) ==\n");
+    printf("headline figures: balanced accuracy = 1 - (FPR + FNR) / 2 over agents, and AUROC "
+           "over messages; task accuracy here is tie-neutral (a tie among m answers holding "
+           "gold counts 1/m)\n");
+    printf("%-52s %22s %22s %22s\n", "figure", "detector", "oracle (ceiling)",
+           "best baseline");
+    char won[512] = "", lost[512] = "";
+    for (size_t h = 0; h < sizeof head / sizeof head[0]; h++) {
+        size_t f = fig_index(head[h]);
+        for (size_t w = 0; w < 2; w++) {
+            char label[96];
+            snprintf(label, sizeof label, "%s, %s", figures[f].name,
+                     w ? "pooled" : "last round");
+            printf("%-52s", label);
+            if (det >= 0)
+                print_rate(fig_of(&s[w][det], f));
+            else
+                printf(" %22s", "(no --detector)");
+            if (orc >= 0)
+                print_rate(fig_of(&s[w][orc], f));
+            else
+                printf(" %22s", "n/a");
+            int b = best_baseline(e, s[w], f);
+            if (b >= 0)
+                print_rate(fig_of(&s[w][b], f));
+            else
+                printf(" %22s", "n/a");
+            printf(" %s\n", b >= 0 ? e->r[b].name : "");
+            if (det >= 0 && b >= 0 && !isnan(fig_of(&s[w][det], f)->p)) {
+                double p = fig_of(&s[w][det], f)->p, q = fig_of(&s[w][b], f)->p;
+                bool beats = figures[f].higher_better ? p > q : p < q;
+                char *dst = beats ? won : lost;
+                size_t l = strlen(dst);
+                snprintf(dst + l, 512 - l, "%s%s", l ? "; " : "", label);
+            }
+        }
+    }
+    if (det >= 0 && (won[0] || lost[0]))
+        printf("the detector beats the best baseline on: %s\nit does NOT on: %s\n",
+               won[0] ? won : "none", lost[0] ? lost : "none");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(defended, "groups");
+    const cJSON *row = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(g, "all"), "last_round");
+    if (row) {
+        char a[80], b[80], c[80];
+        const cJSON *rec = cJSON_GetObjectItemCaseSensitive(row, "recovery");
+        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(row, "recovery_share_of_oracle");
+        printf("defended debates, last round: recovery (tie-neutral) %s; the oracle's %s; "
+               "share of the oracle's %s\n",
+               json_ratio(rec, a, sizeof a),
+               json_ratio(cJSON_GetObjectItemCaseSensitive(row, "recovery_oracle"), b, sizeof b),
+               json_ratio(sh, c, sizeof c));
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(rec, "na");
+        if (!cJSON_IsString(why))
+            why = cJSON_GetObjectItemCaseSensitive(sh, "na");
+        if (cJSON_IsString(why))
+            printf("  n/a: %s\n", why->valuestring);
     }
     return SN_OK;
 }
@@ -231,6 +374,9 @@ static int setup(struct ev *e, const char *list, const char *shards, const char 
         for (size_t i = 0; i < e->n; i++)
             if (strcmp(e->r[i].name, tok) == 0)
                 return sn_err_set(err, SN_E_ARG, "--baselines: '%s' given twice", tok);
+        if (is_oracle(tok))
+            return sn_err_set(err, SN_E_ARG, "--baselines: 'oracle' is not a baseline: it is "
+                              "in every report as the ceiling (docs/eval.md \"Oracle\")");
         if (strcmp(tok, "ngram") == 0) {
             if (!shards)
                 return sn_err_set(err, SN_E_ARG, "the ngram baseline needs --train-shards DIR");
@@ -262,6 +408,8 @@ static int setup(struct ev *e, const char *list, const char *shards, const char 
         rc = add_ranker(e, sn_detect_scorer_ranker(&e->det_scorer), false, p, err);
     if (!rc && e->n == 0)
         rc = sn_err_set(err, SN_E_ARG, "no rankers (--baselines is empty)");
+    if (!rc) /* the ceiling, last: every table's rightmost ranker */
+        rc = add_ranker(e, sn_detect_oracle_ranker(), false, p, err);
     return rc;
 }
 
@@ -284,13 +432,21 @@ static int write_json(const struct ev *e, const char *path, char **inputs, size_
     cJSON_AddNumberToObject(root, "debates", (double)n_debates);
     cJSON_AddNumberToObject(root, "skipped_lines", (double)n_skipped);
     cJSON_AddNumberToObject(root, "debates_on_train_items", (double)n_overlap);
+    /* the oracle apart from the rankers: a reader that takes every ranker but the detector
+    ** for a baseline must not take the ceiling for one */
     cJSON *rk = cJSON_AddArrayToObject(root, "rankers");
     int rc = SN_OK;
     for (size_t i = 0; !rc && i < e->n; i++) {
         cJSON *rep = NULL;
         rc = sn_detect_report(e->d[i], &rep, err);
-        if (!rc)
+        if (rc)
+            break;
+        if (is_oracle(e->r[i].name)) {
+            cJSON_AddBoolToObject(rep, "ceiling", true);
+            cJSON_AddItemToObject(root, "oracle", rep);
+        } else {
             cJSON_AddItemToArray(rk, rep);
+        }
     }
     if (!rc && e->judge) {
         const char *why = NULL;
@@ -299,21 +455,27 @@ static int write_json(const struct ev *e, const char *path, char **inputs, size_
         cJSON_AddNumberToObject(j, "malformed", (double)sn_judge_malformed(e->judge, &why));
         cJSON_AddStringToObject(j, "first_malformed", why ? why : "");
     }
-    /* the best baseline per figure of the overall row of every group */
-    cJSON *best = rc ? NULL : cJSON_AddObjectToObject(root, "best_baseline");
+    /* the best baseline per figure of every group: of the older overall row (best_baseline,
+    ** as sentinel.eval/1 readers know it), of the last round and pooled */
+    static const struct { const char *key; size_t row; } best_rows[] = {
+        {"best_baseline", SN_DETECT_OVERALL},
+        {"best_baseline_last_round", SN_DETECT_LAST},
+        {"best_baseline_pooled", SN_DETECT_POOLED}};
     size_t ng = 0;
     const char *const *groups = !rc && e->n ? sn_detect_groups(e->d[0], &ng) : NULL;
-    for (size_t g = 0; best && g < ng && !rc; g++) {
-        struct sn_detect_summary s[MAX_RANKERS];
-        for (size_t i = 0; i < e->n && !rc; i++)
-            rc = sn_detect_summary(e->d[i], groups[g], SIZE_MAX, &s[i], err);
-        cJSON *go = cJSON_AddObjectToObject(best, groups[g]);
-        for (size_t f = 0; !rc && f < N_FIG; f++) {
-            int b = best_baseline(e, s, f);
-            if (b >= 0)
-                cJSON_AddStringToObject(go, figures[f].name, e->r[b].name);
-            else
-                cJSON_AddNullToObject(go, figures[f].name);
+    for (size_t w = 0; !rc && w < sizeof best_rows / sizeof best_rows[0]; w++) {
+        cJSON *best = cJSON_AddObjectToObject(root, best_rows[w].key);
+        for (size_t g = 0; best && g < ng && !rc; g++) {
+            struct sn_detect_summary s[MAX_RANKERS];
+            rc = summaries(e, groups[g], best_rows[w].row, s, err);
+            cJSON *go = cJSON_AddObjectToObject(best, groups[g]);
+            for (size_t f = 0; !rc && f < N_FIG; f++) {
+                int b = best_baseline(e, s, f);
+                if (b >= 0)
+                    cJSON_AddStringToObject(go, figures[f].name, e->r[b].name);
+                else
+                    cJSON_AddNullToObject(go, figures[f].name);
+            }
         }
     }
     if (!rc)
@@ -443,6 +605,8 @@ int sn_cmd_eval(int argc, char **argv)
     }
     dfp.seed = p.seed;
     dfp.n_boot = p.n_boot;
+    dfp.k = p.k; /* the oracle of the defended debates goes through the defense's k and rule */
+    dfp.rule = p.rule;
 
     struct sn_err err = {0};
     struct ev e = {0};
@@ -508,7 +672,8 @@ int sn_cmd_eval(int argc, char **argv)
                 }
             }
             for (size_t i = 0; !rc && i < e.n; i++)
-                rc = sn_detect_add(e.d[i], t, items ? &e.items : NULL, &err);
+                rc = sn_detect_add(e.d[i], t,
+                                   items && !is_oracle(e.r[i].name) ? &e.items : NULL, &err);
             sn_traj_free(t);
             if (rc)
                 break;
@@ -529,6 +694,14 @@ int sn_cmd_eval(int argc, char **argv)
                (unsigned long long)p.seed, p.n_boot);
         if (n_skipped)
             printf("skipped %llu bad lines\n", (unsigned long long)n_skipped);
+        printf("agent and pair rates are cumulative (blacklists as held after the round); "
+               "balanced accuracy = 1 - (FPR + FNR) / 2;\nhit rate (per round) = the share of "
+               "the round's rankings (one per sentinel, among those that received an "
+               "adversarial message) whose bottom-k holds its sender, not cumulative;\ntask "
+               "accuracy: strict = the recorded panel decision (a tie for the top answer is "
+               "wrong), tie-neutral = a tie among m answers holding gold counts 1/m;\nthe "
+               "oracle knows the roles and ranks every adversary lowest: a ceiling, never a "
+               "baseline (docs/eval.md)\n");
         size_t ng = 0;
         const char *const *groups = sn_detect_groups(e.d[0], &ng);
         for (size_t g = 0; !rc && g < ng; g++)
@@ -547,6 +720,8 @@ int sn_cmd_eval(int argc, char **argv)
     if (!rc && def_dir)
         rc = sn_eval_arms_report(def_dir, &dfp, e.det ? &e.det_scorer : NULL, &p, quiet,
                                  &def_report, &err);
+    if (!rc && !quiet)
+        rc = print_summary(&e, def_report, &err);
     if (!rc && json)
         rc = write_json(&e, json, paths, n_paths, n_debates, n_skipped, n_overlap, def_report,
                         &err);

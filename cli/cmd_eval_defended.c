@@ -200,39 +200,72 @@ static void print_ms(double v)
         printf(" %10.2f", v);
 }
 
+/* One group: a table on the tie-neutral accuracy (with recovery, the oracle's and the share of
+** it, and the timing), then the strict accuracy of the same rows, then why any figure is n/a. */
 static int print_group(struct sn_defended *d, const char *group, struct sn_err *err)
 {
     size_t R = sn_defended_n_rounds(d, group);
+    struct sn_defended_round *s = sn_calloc(R + 1, sizeof *s);
+    if (!s)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    for (size_t r = 0; r <= R; r++) {
+        int rc = sn_defended_summary(d, group, r == R ? SN_DETECT_LAST : r, &s[r], err);
+        if (rc) {
+            sn_free(s);
+            return rc;
+        }
+    }
     printf("\n== defended debates: %s ==\n", group);
-    printf("%-8s %7s %21s %21s %21s %21s %21s %10s %10s %10s\n", "round", "debates", "clean",
-           "attacked", "defended", "defended(all vote)", "recovery", "score ms", "gen ms",
+    printf("task accuracy, tie-neutral (a tie among m answers holding gold counts 1/m); recovery "
+           "and the oracle's on it\n");
+    printf("%-8s %7s %21s %21s %21s %21s %21s %21s %21s %21s %10s %10s %10s\n", "round",
+           "debates", "clean", "attacked", "defended", "defended(all vote)", "oracle",
+           "recovery", "oracle's recovery", "share of oracle's", "score ms", "gen ms",
            "overhead%");
     char why[4096] = "";
     size_t wl = 0;
     for (size_t r = 0; r <= R; r++) {
-        struct sn_defended_round s;
-        int rc = sn_defended_summary(d, group, r == R ? SIZE_MAX : r, &s, err);
-        if (rc)
-            return rc;
         char name[16];
-        snprintf(name, sizeof name, r == R ? "overall" : "%zu", r);
-        printf("%-8s %7llu", name, (unsigned long long)s.n_units);
-        print_rate(&s.acc[SN_ARM_CLEAN]);
-        print_rate(&s.acc[SN_ARM_ATTACKED]);
-        print_rate(&s.acc_kept);
-        print_rate(&s.acc[SN_ARM_DEFENDED]);
-        print_rate(&s.recovery);
-        print_ms(s.score_ms);
-        print_ms(s.gen_ms);
-        print_ms(s.overhead_pct);
+        snprintf(name, sizeof name, r == R ? "last" : "%zu", r);
+        printf("%-8s %7llu", name, (unsigned long long)s[r].n_units);
+        print_rate(&s[r].acc_neutral[SN_ARM_CLEAN]);
+        print_rate(&s[r].acc_neutral[SN_ARM_ATTACKED]);
+        print_rate(&s[r].acc_kept_neutral);
+        print_rate(&s[r].acc_neutral[SN_ARM_DEFENDED]);
+        print_rate(&s[r].acc_oracle_neutral);
+        print_rate(&s[r].recovery);
+        print_rate(&s[r].recovery_oracle);
+        print_rate(&s[r].share);
+        print_ms(s[r].score_ms);
+        print_ms(s[r].gen_ms);
+        print_ms(s[r].overhead_pct);
         printf("\n");
-        if (s.na[0] && wl < sizeof why - 1)
+        if (s[r].na[0] && wl < sizeof why - 1)
             wl += (size_t)snprintf(why + wl, sizeof why - wl, "  round %s: recovery n/a: %s\n",
-                                   name, s.na);
+                                   name, s[r].na);
+        else if (s[r].share_na[0] && wl < sizeof why - 1)
+            wl += (size_t)snprintf(why + wl, sizeof why - wl, "  round %s: share of the "
+                                   "oracle's recovery n/a: %s\n", name, s[r].share_na);
         if (wl > sizeof why - 1)
             wl = sizeof why - 1;
     }
+    printf("task accuracy, strict (the recorded panel decision: a tie for the top answer is "
+           "wrong)\n");
+    printf("%-8s %7s %21s %21s %21s %21s %21s\n", "round", "debates", "clean", "attacked",
+           "defended", "defended(all vote)", "oracle");
+    for (size_t r = 0; r <= R; r++) {
+        char name[16];
+        snprintf(name, sizeof name, r == R ? "last" : "%zu", r);
+        printf("%-8s %7llu", name, (unsigned long long)s[r].n_units);
+        print_rate(&s[r].acc[SN_ARM_CLEAN]);
+        print_rate(&s[r].acc[SN_ARM_ATTACKED]);
+        print_rate(&s[r].acc_kept);
+        print_rate(&s[r].acc[SN_ARM_DEFENDED]);
+        print_rate(&s[r].acc_oracle);
+        printf("\n");
+    }
     fputs(why, stdout);
+    sn_free(s);
     return SN_OK;
 }
 
@@ -263,15 +296,19 @@ int sn_eval_arms_report(const char *dir, const struct sn_defended_params *p,
     if (!rc && !quiet) {
         printf("\nsentinel eval: defended debates in %s: %llu clean, %llu attacked, %llu "
                "defended (unmatched: %llu, %llu, %llu); recovery = (defended - attacked) / "
-               "(clean - attacked), %d bootstrap resamples over matched debates, seed %llu\n",
+               "(clean - attacked) on the tie-neutral task accuracy, %d bootstrap resamples "
+               "over matched debates, seed %llu\n",
                dir, (unsigned long long)n[0], (unsigned long long)n[1],
                (unsigned long long)n[2], (unsigned long long)un[0], (unsigned long long)un[1],
                (unsigned long long)un[2], p->n_boot, (unsigned long long)p->seed);
         printf("defended = the vote of the agents the sentinels have not excluded; defended(all "
-               "vote) = every agent votes. Scoring time: %s; generation time: endpoint debates "
-               "from their recorded latency, sim debates at %.0f tokens/s "
-               "(--gen-tokens-per-s)\n", scorer ? "the detector re-scoring what each sentinel "
-               "received, one thread" : "n/a (no --detector)", p->gen_tokens_per_s);
+               "vote) = every agent votes; oracle = the attacked debates' vote after the "
+               "oracle's exclusions (k = %d, rule %s; the discussion is the attacked one, so "
+               "a live defense may recover more). Scoring time: %s; generation time: endpoint "
+               "debates from their recorded latency, sim debates at %.0f tokens/s "
+               "(--gen-tokens-per-s)\n", p->k, sn_defense_rule_name(p->rule),
+               scorer ? "the detector re-scoring what each sentinel received, one thread"
+                      : "n/a (no --detector)", p->gen_tokens_per_s);
         size_t ng = 0;
         const char *const *groups = sn_defended_groups(d, &ng);
         for (size_t g = 0; !rc && g < ng; g++)

@@ -883,8 +883,16 @@ int sn_cmd_run(int argc, char **argv)
         goto done;
     }
     r.self[n] = '\0';
-    snprintf(r.out, sizeof r.out, "%s", out);
-    snprintf(r.state_path, sizeof r.state_path, "%s/run.json", r.out);
+    {
+        /* an output directory too long for the system is named so before any stage runs (the
+        ** paths below add at most 32 bytes to it; each stage checks its own outputs) */
+        struct sn_err perr = {0};
+        if (sn_path_fmt(r.out, sizeof r.out, &perr, "%s", out) ||
+            sn_path_fmt(r.state_path, sizeof r.state_path, &perr, "%s/run.json", r.out)) {
+            rc = sn_cli_fail("run", &perr);
+            goto done;
+        }
+    }
     snprintf(r.p_traj, sizeof r.p_traj, "%s/trajectories", r.out);
     snprintf(r.p_shards, sizeof r.p_shards, "%s/shards", r.out);
     snprintf(r.p_tok, sizeof r.p_tok, "%s/tokenizer.json", r.out);

@@ -189,7 +189,11 @@ int sn_cmd_simulate(int argc, char **argv)
             return sn_cli_usage_error("simulate", "-o DIR is required (the recipe has no "
                                       "out_dir)");
         }
-        snprintf(out_buf, sizeof out_buf, "%s/trajectories", od->valuestring);
+        struct sn_err perr = {0};
+        if (sn_path_fmt(out_buf, sizeof out_buf, &perr, "%s/trajectories", od->valuestring)) {
+            cJSON_Delete(recipe);
+            return sn_cli_fail("simulate", &perr);
+        }
         out = out_buf;
     }
     p.out_dir = out;

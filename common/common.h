@@ -110,8 +110,21 @@ bool sn_stream_is_dir(FILE *f);
 ** "<name>: write failed: No space left on device". Every command that writes results ends its
 ** outputs through this, so a lost write never exits 0. f is closed (or flushed) either way. */
 int sn_stream_finish(FILE *f, const char *name, struct sn_err *err);
-/* mkdir -p. */
+/* mkdir -p. A path the system could not hold (sn_path_check_len) is refused before anything
+** is made. */
 int sn_mkdirs(const char *path, struct sn_err *err);
+/* SN_OK when path, with suffix (may be NULL) appended to its last name, fits the system's
+** limits: at most PATH_MAX - 1 bytes in all and NAME_MAX bytes per name. Else SN_E_ARG
+** "<path>: file name too long ('<name>' is N bytes; the system allows M per name)" or "(the path
+** is N bytes; the system allows M)", a long path shown by its ends around "[...N bytes...]".
+** Every output made here (sn_mkdirs, sn_atomic_*) checks first, suffix = its temp suffix, so a
+** name too long is refused by name before anything is written; one a file system refuses
+** later (some allow fewer than NAME_MAX bytes) gets the same message. */
+int sn_path_check_len(const char *path, const char *suffix, struct sn_err *err);
+/* printf into a path buffer of cap bytes, then sn_path_check_len: a path that does not fit the
+** buffer or the system gives the same "file name too long" error, never a cut path. */
+int sn_path_fmt(char *buf, size_t cap, struct sn_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 bool sn_path_exists(const char *path);
 bool sn_path_is_dir(const char *path);
 

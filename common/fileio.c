@@ -4,7 +4,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -93,19 +95,154 @@ bool sn_path_is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* ---- path lengths ---- */
+
+/* A path or name of any length, shown in a one-line message of a fixed size: up to 100 bytes
+** as they are; a longer one as its first and last 40 bytes around "[...N bytes...]" (cut on
+** UTF-8 character boundaries), so the reason after it is never pushed out of the message. */
+static const char *shown(const char *s, size_t n, char *buf, size_t cap)
+{
+    if (n <= 100) {
+        snprintf(buf, cap, "%.*s", (int)n, s);
+        return buf;
+    }
+    size_t head = 40, tail = 40;
+    while (head > 1 && ((unsigned char)s[head] & 0xC0) == 0x80)
+        head--;
+    while (tail > 1 && ((unsigned char)s[n - tail] & 0xC0) == 0x80)
+        tail--;
+    snprintf(buf, cap, "%.*s[...%zu bytes...]%.*s", (int)head, s, n - head - tail, (int)tail,
+             s + n - tail);
+    return buf;
+}
+
+/* The check behind sn_path_check_len, with the limits given: path_max counts the NUL (as
+** PATH_MAX does), name_max does not (as NAME_MAX). */
+static int check_len(const char *path, const char *suffix, long path_max, long name_max,
+                     struct sn_err *err)
+{
+    size_t n = strlen(path), sl = suffix ? strlen(suffix) : 0;
+    char sp[160], sc[160], with[160] = "";
+    if (n + sl + 1 > (size_t)path_max) {
+        if (sl)
+            snprintf(with, sizeof with, ", %zu with the suffix '%.60s' of the temporary file "
+                     "written first", n + sl, suffix);
+        return sn_err_set(err, SN_E_ARG, "%s: file name too long (the path is %zu bytes%s; "
+                          "the system allows %ld)", shown(path, n, sp, sizeof sp), n, with,
+                          path_max - 1);
+    }
+    for (size_t i = 0; i < n;) {
+        size_t k = strcspn(path + i, "/");
+        bool last = i + k == n;
+        size_t kk = k + (last ? sl : 0);
+        if (kk > (size_t)name_max) {
+            if (last && sl)
+                snprintf(with, sizeof with, ", %zu with the suffix '%.60s' of the temporary "
+                         "file written first", kk, suffix);
+            return sn_err_set(err, SN_E_ARG, "%s: file name too long ('%s' is %zu bytes%s; the "
+                              "system allows %ld per name)", shown(path, n, sp, sizeof sp),
+                              shown(path + i, k, sc, sizeof sc), k, with, name_max);
+        }
+        i += k + 1;
+    }
+    return SN_OK;
+}
+
+int sn_path_check_len(const char *path, const char *suffix, struct sn_err *err)
+{
+    return check_len(path, suffix, PATH_MAX, NAME_MAX, err);
+}
+
+int sn_path_fmt(char *buf, size_t cap, struct sn_err *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return sn_err_set(err, SN_E_ARG, "cannot format the path '%s'", fmt);
+    if ((size_t)n < cap)
+        return sn_path_check_len(buf, NULL, err);
+    /* longer than the buffer: the message shows the whole path by its ends */
+    char *full = sn_malloc((size_t)n + 1);
+    if (!full)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    va_start(ap, fmt);
+    vsnprintf(full, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    int rc = sn_path_check_len(full, NULL, err);
+    if (!rc) {
+        char sp[160];
+        rc = sn_err_set(err, SN_E_ARG, "%s: file name too long (the path is %d bytes; this "
+                        "command holds at most %zu)", shown(full, (size_t)n, sp, sizeof sp), n,
+                        cap - 1);
+    }
+    sn_free(full);
+    return rc;
+}
+
+/* After a call on path (or on path + suffix) failed with ENAMETOOLONG. NAME_MAX is the most
+** any Linux file system allows; some allow fewer, which only the directory can say: ask the
+** nearest existing ancestor. */
+static int name_too_long(const char *path, const char *suffix, struct sn_err *err)
+{
+    char dir[PATH_MAX];
+    long name_max = -1;
+    size_t n = strlen(path);
+    if (n < sizeof dir) {
+        memcpy(dir, path, n + 1);
+        while (name_max <= 0) {
+            char *slash = strrchr(dir, '/');
+            if (!slash) {
+                name_max = pathconf(".", _PC_NAME_MAX);
+                break;
+            }
+            *slash = '\0';
+            name_max = pathconf(dir[0] ? dir : "/", _PC_NAME_MAX);
+            if (!dir[0])
+                break;
+        }
+    }
+    if (name_max <= 0 || name_max > NAME_MAX)
+        name_max = NAME_MAX;
+    int rc = check_len(path, suffix, PATH_MAX, name_max, err);
+    if (rc)
+        return rc;
+    char sp[160];
+    return sn_err_set(err, SN_E_ARG, "%s%s: file name too long (refused by the file system; a "
+                      "name there may have at most %ld bytes)", shown(path, n, sp, sizeof sp),
+                      suffix ? suffix : "", name_max);
+}
+
+/* "<path>: <strerror>", or the name-too-long message for ENAMETOOLONG. */
+static int path_error(const char *path, const char *suffix, int e, struct sn_err *err)
+{
+    if (e == ENAMETOOLONG)
+        return name_too_long(path, suffix, err);
+    return sn_err_set(err, SN_E_IO, "%s%s: %s", path, suffix ? suffix : "", strerror(e));
+}
+
 int sn_mkdirs(const char *path, struct sn_err *err)
 {
-    char buf[4096];
+    char buf[PATH_MAX];
     size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf)
-        return sn_err_set(err, SN_E_ARG, "bad directory path '%s'", path);
+    if (n == 0)
+        return sn_err_set(err, SN_E_ARG, "empty directory path");
+    /* Before the first mkdir: a name too long further down must not leave the directories
+    ** above it made. */
+    int rc = sn_path_check_len(path, NULL, err);
+    if (rc)
+        return rc;
     memcpy(buf, path, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (buf[i] == '/' || buf[i] == '\0') {
             char c = buf[i];
             buf[i] = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+                if (errno == ENAMETOOLONG)
+                    return name_too_long(path, NULL, err);
                 return sn_err_set(err, SN_E_IO, "mkdir %s: %s", buf, strerror(errno));
+            }
             buf[i] = c;
         }
     }
@@ -124,7 +261,7 @@ struct sn_atomic_file {
 
 static int fsync_dir_of(const char *path, struct sn_err *err)
 {
-    char dir[4096];
+    char dir[PATH_MAX];
     const char *slash = strrchr(path, '/');
     if (!slash) {
         dir[0] = '.';
@@ -132,13 +269,13 @@ static int fsync_dir_of(const char *path, struct sn_err *err)
     } else {
         size_t n = (size_t)(slash - path);
         if (n >= sizeof dir)
-            return sn_err_set(err, SN_E_ARG, "path too long: %s", path);
+            return sn_path_check_len(path, NULL, err);
         memcpy(dir, path, n ? n : 1);
         dir[n ? n : 1] = '\0';
     }
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0)
-        return sn_err_set(err, SN_E_IO, "%s: %s", dir, strerror(errno));
+        return path_error(dir, NULL, errno, err);
     int rc = fsync(fd);
     close(fd);
     /* Some filesystems refuse fsync on directories (EINVAL); the rename is still atomic. */
@@ -151,7 +288,7 @@ int sn_fsync_path(const char *path, struct sn_err *err)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        return sn_err_set(err, SN_E_IO, "%s: %s", path, strerror(errno));
+        return path_error(path, NULL, errno, err);
     int rc = fsync(fd);
     close(fd);
     if (rc != 0)
@@ -161,8 +298,11 @@ int sn_fsync_path(const char *path, struct sn_err *err)
 
 int sn_rename_durable(const char *from, const char *to, struct sn_err *err)
 {
-    if (rename(from, to) != 0)
+    if (rename(from, to) != 0) {
+        if (errno == ENAMETOOLONG)
+            return name_too_long(strlen(from) > strlen(to) ? from : to, NULL, err);
         return sn_err_set(err, SN_E_IO, "rename %s -> %s: %s", from, to, strerror(errno));
+    }
     return fsync_dir_of(to, err);
 }
 
@@ -182,20 +322,25 @@ void sn_atomic_abort(struct sn_atomic_file *a)
 int sn_atomic_open(const char *path, struct sn_atomic_file **out, struct sn_err *err)
 {
     *out = NULL;
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, ".tmp.%ld", (long)getpid());
+    int rc = sn_path_check_len(path, suffix, err);
+    if (rc)
+        return rc;
     struct sn_atomic_file *a = sn_calloc(1, sizeof *a);
     if (!a)
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
-    size_t n = strlen(path) + 32;
+    size_t n = strlen(path) + sizeof suffix;
     a->path = sn_strdup(path);
     a->tmp = sn_malloc(n);
     if (!a->path || !a->tmp) {
         sn_atomic_abort(a);
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
     }
-    snprintf(a->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    snprintf(a->tmp, n, "%s%s", path, suffix);
     a->f = fopen(a->tmp, "wb");
     if (!a->f) {
-        int rc = sn_err_set(err, SN_E_IO, "%s: %s", a->tmp, strerror(errno));
+        rc = path_error(path, suffix, errno, err);
         sn_atomic_abort(a);
         return rc;
     }
@@ -233,15 +378,19 @@ int sn_atomic_commit(struct sn_atomic_file *a, struct sn_err *err)
 ** go through the dynamic linker, so tests can make them fail (tests/shim/enospc.c). */
 int sn_atomic_write(const char *path, const void *data, size_t n, struct sn_err *err)
 {
-    size_t tn = strlen(path) + 32;
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, ".tmp.%ld", (long)getpid());
+    int rc = sn_path_check_len(path, suffix, err);
+    if (rc)
+        return rc;
+    size_t tn = strlen(path) + sizeof suffix;
     char *tmp = sn_malloc(tn);
     if (!tmp)
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
-    snprintf(tmp, tn, "%s.tmp.%ld", path, (long)getpid());
-    int rc = SN_OK;
+    snprintf(tmp, tn, "%s%s", path, suffix);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        rc = sn_err_set(err, SN_E_IO, "%s: %s", tmp, strerror(errno));
+        rc = path_error(path, suffix, errno, err);
         sn_free(tmp);
         return rc;
     }

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -99,28 +100,140 @@ static int write_manifest(struct sn_shard_set *s, bool complete, struct sn_err *
     return rc;
 }
 
-/* First key of a that differs in b, for the "different settings" message. */
-static void first_diff(const cJSON *a, const cJSON *b, char *buf, size_t n)
+/* The settings that differ, each as one entry "'key' was OLD, now NEW" with both values in
+** full: a 64-hex tokenizer hash cut short could hide the very change that matters. */
+struct diffs {
+    char **v;
+    size_t n, cap;
+};
+
+static void diffs_free(struct diffs *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        sn_free(d->v[i]);
+    sn_free(d->v);
+}
+
+static int diffs_add(struct diffs *d, struct sn_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int diffs_add(struct diffs *d, struct sn_err *err, const char *fmt, ...)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 8;
+        char **v = sn_realloc(d->v, cap * sizeof *v);
+        if (!v)
+            return sn_err_set(err, SN_E_NOMEM, "out of memory");
+        d->v = v;
+        d->cap = cap;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *e = k >= 0 ? sn_malloc((size_t)k + 1) : NULL;
+    if (!e)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    va_start(ap, fmt);
+    vsnprintf(e, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    d->v[d->n++] = e;
+    return SN_OK;
+}
+
+/* Every key whose value differs between old (the manifest's) and now (this run's), in now's
+** order, then the keys only old has. */
+static int settings_diff(const cJSON *old, const cJSON *now, struct diffs *d, struct sn_err *err)
 {
     const cJSON *e;
-    snprintf(buf, n, "(settings)");
-    cJSON_ArrayForEach(e, a) {
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(b, e->string);
-        if (!o || !cJSON_Compare(e, o, 1)) {
-            char *x = cJSON_PrintUnformatted(e), *y = o ? cJSON_PrintUnformatted(o) : NULL;
-            snprintf(buf, n, "'%s' was %.60s, now %.60s", e->string ? e->string : "?",
-                     y ? y : "(absent)", x ? x : "?");
-            cJSON_free(x);
-            cJSON_free(y);
-            return;
-        }
+    int rc = SN_OK;
+    cJSON_ArrayForEach(e, now) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(old, e->string);
+        if (o && cJSON_Compare(e, o, 1))
+            continue;
+        char *x = cJSON_PrintUnformatted(e), *y = o ? cJSON_PrintUnformatted(o) : NULL;
+        if (!x || (o && !y))
+            rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+        else if (o)
+            rc = diffs_add(d, err, "'%s' was %s, now %s", e->string ? e->string : "?", y, x);
+        else
+            rc = diffs_add(d, err, "'%s' was not set, now %s", e->string ? e->string : "?", x);
+        cJSON_free(x);
+        cJSON_free(y);
+        if (rc)
+            return rc;
     }
-    cJSON_ArrayForEach(e, b) {
-        if (!cJSON_GetObjectItemCaseSensitive(a, e->string)) {
-            snprintf(buf, n, "'%s' is no longer set", e->string ? e->string : "?");
-            return;
-        }
+    cJSON_ArrayForEach(e, old) {
+        if (cJSON_GetObjectItemCaseSensitive(now, e->string))
+            continue;
+        char *y = cJSON_PrintUnformatted(e);
+        rc = y ? diffs_add(d, err, "'%s' is no longer set (was %s)", e->string ? e->string : "?",
+                           y)
+               : sn_err_set(err, SN_E_NOMEM, "out of memory");
+        cJSON_free(y);
+        if (rc)
+            return rc;
     }
+    return SN_OK;
+}
+
+/* Writes every entry to the log, in full: sn_log has a fixed line, so a longer entry (a long
+** list of inputs) goes on in further lines. */
+static void log_diffs(const char *dir, const struct diffs *d)
+{
+    enum { PIECE = 1500 };
+    sn_log(SN_LOG_ERROR, "%s holds a build with different settings; all %zu difference%s:", dir,
+           d->n, d->n == 1 ? "" : "s");
+    for (size_t i = 0; i < d->n; i++) {
+        const char *e = d->v[i];
+        size_t len = strlen(e), at = 0;
+        do {
+            size_t k = len - at > PIECE ? PIECE : len - at;
+            while (at + k < len && k > 1 && ((unsigned char)e[at + k] & 0xC0) == 0x80)
+                k--; /* end the piece on a UTF-8 character boundary */
+            sn_log(SN_LOG_ERROR, "  %s%.*s", at ? "(continued) " : "", (int)k, e + at);
+            at += k;
+        } while (at < len);
+    }
+}
+
+/* The refusal: "<dir> holds a build with different settings (A; B); use ...". struct sn_err
+** holds one line of a fixed size, and no value is ever cut: entries that fit go in whole, in
+** order; the others are counted ("and N more settings differ") and every entry goes to the
+** log in full. */
+static int refuse_settings(const char *dir, const struct diffs *d, struct sn_err *err)
+{
+    const char *pre = " holds a build with different settings (";
+    const char *post = "); use another output directory or delete it";
+    size_t cap = sizeof err->msg - 1, fixed = strlen(dir) + strlen(pre) + strlen(post);
+    size_t all = 0;
+    for (size_t i = 0; i < d->n; i++)
+        all += strlen(d->v[i]) + (i ? 2 : 0);
+    char list[sizeof err->msg];
+    size_t used = 0, left_out = 0;
+    list[0] = 0;
+    if (fixed + all <= cap) {
+        for (size_t i = 0; i < d->n; i++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? "; " : "",
+                                     d->v[i]);
+        return sn_err_set(err, SN_E_ARG, "%s%s%s%s", dir, pre, list, post);
+    }
+    /* the longest tail: "; and 999 more settings differ (each is in the log in full)" */
+    size_t room = fixed + 80 < cap ? cap - fixed - 80 : 0;
+    for (size_t i = 0; i < d->n; i++) {
+        size_t k = strlen(d->v[i]) + (used ? 2 : 0);
+        if (k > room - used) {
+            left_out++;
+            continue;
+        }
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? "; " : "",
+                                 d->v[i]);
+    }
+    snprintf(list + used, sizeof list - used, "%s%zu %ssetting%s differ%s%s (each is in the "
+             "log in full)", used ? "; and " : "", left_out, used ? "more " : "",
+             left_out == 1 ? "" : "s", left_out == 1 ? "s" : "", used ? "" : ", too long to "
+             "show here");
+    log_diffs(dir, d);
+    return sn_err_set(err, SN_E_ARG, "%s%s%s%s", dir, pre, list, post);
 }
 
 /* Removes temp files an interrupted writer left: "<name>.h5.tmp.<pid>", "manifest.json.tmp.*". */
@@ -160,16 +273,21 @@ static int resume(struct sn_shard_set *s, struct sn_err *err)
     const cJSON *ss = cJSON_GetObjectItemCaseSensitive(m->json, "shard_size");
     if (!old || !s->settings || !cJSON_Compare(old, s->settings, 1) || !cJSON_IsNumber(ss) ||
         (size_t)ss->valuedouble != s->p.shard_size) {
-        char d[200];
-        if (cJSON_IsNumber(ss) && (size_t)ss->valuedouble != s->p.shard_size)
-            snprintf(d, sizeof d, "'shard_size' was %.0f, now %zu", ss->valuedouble,
-                     s->p.shard_size);
-        else if (old && s->settings)
-            first_diff(s->settings, old, d, sizeof d);
-        else
-            snprintf(d, sizeof d, "no settings recorded");
-        rc = sn_err_set(err, SN_E_ARG, "%s holds a build with different settings (%s); use "
-                        "another output directory or delete it", s->dir, d);
+        struct diffs d = {0};
+        if (!cJSON_IsNumber(ss))
+            rc = diffs_add(&d, err, "'shard_size' was not recorded, now %zu", s->p.shard_size);
+        else if ((size_t)ss->valuedouble != s->p.shard_size)
+            rc = diffs_add(&d, err, "'shard_size' was %.0f, now %zu", ss->valuedouble,
+                           s->p.shard_size);
+        if (!rc && old && s->settings)
+            rc = settings_diff(old, s->settings, &d, err);
+        else if (!rc)
+            rc = diffs_add(&d, err, "no settings recorded");
+        if (!rc && !d.n) /* cJSON_Compare saw a difference no key shows: a repeated key */
+            rc = diffs_add(&d, err, "the recorded settings object differs from this run's");
+        if (!rc)
+            rc = refuse_settings(s->dir, &d, err);
+        diffs_free(&d);
         goto done;
     }
     rc = sn_manifest_verify(m, err);

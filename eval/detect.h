@@ -6,8 +6,9 @@
 ** the round; the replay feeds those scores to Algorithm 1's bottom-k step (sn_defense_bottom_k,
 ** data/sim/defense.c: the one implementation) and accumulates the metrics of docs/eval.md. The
 ** metric code sees scores only: it does not know which ranker produced them, and rankers never
-** see labels. Baseline rankers (random, shortest, disagree, ngram, judge) are in
-** eval/detect_baselines.c; the runtime detector plugs in through the same struct.
+** see labels, but for the oracle (eval/detect_oracle.c), the ceiling every report carries.
+** Baseline rankers (random, shortest, disagree, ngram, judge) are in eval/detect_baselines.c;
+** the runtime detector plugs in through the same struct.
 **
 ** Memory: the accumulator keeps, per debate, a few counts per round and one (score, label) pair
 ** per scored message (for AUROC and its cluster bootstrap). One sn_detect, one thread. */
@@ -56,21 +57,39 @@ struct sn_detect_params {
 };
 struct sn_detect_params sn_detect_default_params(void);
 
-/* A proportion: k of n, and its 95% interval (Wilson for agent-level and task accuracy,
-** percentile cluster bootstrap over debates for pair-level rates and AUROC). NaN when n = 0. */
+/* A proportion: k of n, and its 95% interval (Wilson for the agent-level rates and task
+** accuracy of a round, percentile cluster bootstrap over debates for the rest; docs/eval.md
+** "Intervals"). NaN when n = 0. */
 struct sn_detect_rate {
-    double   k, n;        /* counts (doubles: AUROC has no integer count) */
+    double   k, n;        /* counts (doubles: AUROC and balanced accuracy have no integer count,
+                          ** tie-neutral accuracy a fractional one) */
     double   p, lo, hi;
 };
 
-/* Every figure of one round (round < n_rounds) or of all rounds (round = SIZE_MAX: AUROC over
-** all messages; the other figures are those of each debate's last round). */
+/* Rows of a report besides the rounds (the `round` of sn_detect_summary; docs/eval.md
+** "Rows"). */
+#define SN_DETECT_LAST    SIZE_MAX       /* each debate's last round, AUROC included */
+#define SN_DETECT_POOLED  (SIZE_MAX - 1) /* every round of every debate pooled */
+#define SN_DETECT_OVERALL (SIZE_MAX - 2) /* the older "overall" object of the JSON: the last
+                                         ** round's figures with the pooled AUROC */
+
+/* Every figure of one row: a round (< n_rounds: blacklists as held after it) or a row above.
+** Intervals: Wilson where marked, with debates as units; the cluster bootstrap for the rest,
+** and for every figure of the pooled row (its units, debate-rounds, are not independent). */
 struct sn_detect_summary {
     uint64_t n_debates, n_attackers, n_honest;
+    uint64_t n_units;                                       /* debate-rounds of the row */
     struct sn_detect_rate agent_acc, agent_fpr, agent_fnr;  /* Wilson */
-    struct sn_detect_rate pair_acc, pair_fpr, pair_fnr;     /* bootstrap */
-    struct sn_detect_rate auroc;                            /* bootstrap; k = n = messages */
-    struct sn_detect_rate task_defended, task_undefended;   /* Wilson, per debate */
+    struct sn_detect_rate agent_bacc;       /* balanced: 1 − (FPR + FNR) / 2; k = n = agents */
+    struct sn_detect_rate pair_acc, pair_fpr, pair_fnr, pair_bacc;
+    struct sn_detect_rate hit;              /* per-round hit rate: rankings (one per sentinel)
+                                            ** whose bottom-k B_t holds the sender of an
+                                            ** adversarial message, of the rankings that had one
+                                            ** to hold; not cumulative */
+    struct sn_detect_rate auroc;            /* k = n = messages */
+    struct sn_detect_rate task_defended, task_undefended;   /* strict; Wilson, per debate */
+    struct sn_detect_rate task_defended_neutral,            /* tie-neutral; Wilson of a mean */
+                          task_undefended_neutral;
 };
 
 struct sn_detect;
@@ -90,10 +109,12 @@ const char *sn_detect_items_header(void); /* no newline */
 const char *const *sn_detect_groups(struct sn_detect *d, size_t *n_groups);
 /* Rounds seen in a group (the longest debate's). */
 size_t sn_detect_n_rounds(const struct sn_detect *d, const char *group);
-/* The figures of a group and round (SIZE_MAX = all rounds). An unknown group is SN_E_ARG. */
+/* The figures of a group and row (a round, SN_DETECT_LAST, SN_DETECT_POOLED or
+** SN_DETECT_OVERALL). An unknown group is SN_E_ARG. */
 int  sn_detect_summary(struct sn_detect *d, const char *group, size_t round,
                        struct sn_detect_summary *out, struct sn_err *err);
-/* The whole report of this ranker as JSON (groups × rounds). Caller frees. */
+/* The whole report of this ranker as JSON: per group "rounds", "last_round", "pooled" and the
+** older "overall" (docs/eval.md "Report"). Caller frees. */
 int  sn_detect_report(struct sn_detect *d, cJSON **out, struct sn_err *err);
 
 /* AUROC of scores, positives = honest messages (label false): P(s_h > s_a) + P(s_h = s_a)/2.
@@ -110,6 +131,13 @@ double sn_detect_auroc(const double *score, const bool *adversarial, size_t n);
 int  sn_detect_baseline(const char *name, uint64_t seed, struct sn_detect_ranker *out,
                         struct sn_err *err);
 void sn_detect_baseline_free(struct sn_detect_ranker *r);
+
+/* The oracle (eval/detect_oracle.c; docs/eval.md "Oracle"): a ceiling, not a baseline. It
+** reads the labels no other ranker sees: an adversarial message (its sender is not honest, or
+** its copy was tampered for the sentinel) scores below every honest one, adversarial messages
+** among themselves by slot (the lowest slot lowest); honest messages tie, and the tie rule of
+** Algorithm 1 orders them. Static; nothing to free. */
+struct sn_detect_ranker sn_detect_oracle_ranker(void);
 
 /* A pointwise ranker named "detector" around a (context, response) scorer: the runtime
 ** detector's sn_detector_score (export/), wrapped by the caller as a struct sn_defense_scorer,
@@ -168,30 +196,46 @@ int sn_judge_prompt(const struct sn_detect_view *v, struct sn_buf *out, struct s
 ** adversaries), *attacked* (the attack, defense `none`) and *defended* (the attack, defense
 ** `sentinel`). Per round: task accuracy of each arm (plurality over every agent; for the
 ** defended arm also over the agents its sentinels have not excluded, the defended system's
-** vote), recovery = (defended − attacked) / (clean − attacked) with a seeded cluster bootstrap
-** over matched debates (n/a, with the reason, unless clean and attacked differ beyond their
-** Wilson intervals), scoring time per round and its overhead over the round's generation time.
-** Memory: a few bytes per (debate, round). One sn_defended, one thread. */
+** vote; for the attacked arm also over the agents the oracle's exclusions leave), under both
+** tie rules (strict: the recorded panel decision; tie-neutral: a tie among m answers holding
+** gold counts 1/m); recovery = (defended − attacked) / (clean − attacked) on the tie-neutral
+** accuracy, with a seeded cluster bootstrap over matched debates (n/a, with the reason, unless
+** clean and attacked differ beyond their Wilson intervals), the oracle's recovery and the
+** share of it; scoring time per round and its overhead over the round's generation time.
+** Memory: a few bytes per (debate, round), and the oracle's replay of the attacked arm (one
+** score per scored message). One sn_defended, one thread. */
 enum sn_arm { SN_ARM_CLEAN, SN_ARM_ATTACKED, SN_ARM_DEFENDED, SN_ARM_COUNT };
 const char *sn_arm_name(enum sn_arm a); /* "clean", "attacked", "defended" */
 
 struct sn_defended_params {
-    uint64_t seed;             /* bootstrap seed (default 1) */
+    uint64_t seed;             /* bootstrap seed and the oracle's tie rule (default 1) */
     int      n_boot;           /* cluster-bootstrap resamples (default 1000; 0 = none) */
     double   gen_tokens_per_s; /* generation speed for debates without a real generation time
                                ** (the sim backend): tokens per second (default 50) */
+    int      k;                /* the oracle's bottom-k (default 1: give the defense's) */
+    enum sn_defense_rule rule; /* the oracle's rule (default all: give the defense's) */
 };
 struct sn_defended_params sn_defended_default_params(void);
 
 struct sn_defended_round {
     uint64_t n_units;                       /* matched debates with this round */
-    struct sn_detect_rate acc[SN_ARM_COUNT]; /* Wilson; plurality over every agent */
-    struct sn_detect_rate acc_kept;         /* Wilson; defended arm, plurality over the agents
-                                            ** not excluded (the defended system's vote) */
-    struct sn_detect_rate recovery;         /* p from acc_kept; lo, hi: bootstrap percentiles;
-                                            ** p NaN when n/a (na says why) */
+    /* strict task accuracy (the recorded panel decision); Wilson */
+    struct sn_detect_rate acc[SN_ARM_COUNT]; /* plurality over every agent */
+    struct sn_detect_rate acc_kept;         /* defended arm, plurality over the agents not
+                                            ** excluded (the defended system's vote) */
+    struct sn_detect_rate acc_oracle;       /* attacked arm, plurality over the agents the
+                                            ** oracle's exclusions leave (same k and rule) */
+    /* the same, tie-neutral; Wilson of a mean */
+    struct sn_detect_rate acc_neutral[SN_ARM_COUNT], acc_kept_neutral, acc_oracle_neutral;
+    struct sn_detect_rate recovery;         /* tie-neutral, p from acc_kept; lo, hi: bootstrap
+                                            ** percentiles; p NaN when n/a (na says why) */
     char     na[256];                       /* "" when recovery is defined */
     uint64_t n_boot_undefined;              /* resamples with clean <= attacked (left out) */
+    struct sn_detect_rate recovery_oracle;  /* (oracle − attacked) / (clean − attacked); n/a
+                                            ** with recovery */
+    struct sn_detect_rate share;            /* recovery / recovery_oracle; p NaN when n/a */
+    char     share_na[256];                 /* "" when share is defined */
+    uint64_t n_boot_share_undefined;        /* resamples with oracle <= attacked (left out) */
     uint64_t n_timed;                       /* defended debates with a timed round */
     double   score_ms, gen_ms;              /* means per timed debate-round */
     double   overhead_pct;                  /* 100 · Σ score_ms / Σ gen_ms */
@@ -215,12 +259,13 @@ struct sn_detect_ranker sn_defended_timed_ranker(struct sn_defended *d,
 /* Debates per arm without the other two (counted at summary time). */
 void sn_defended_unmatched(const struct sn_defended *d, uint64_t out[SN_ARM_COUNT]);
 /* Groups as in sn_detect_groups ("all", "scenario=", "dataset=", "domain="; from the attacked
-** arm); rounds of a group; one round's figures (SIZE_MAX = each debate's last round). */
+** arm); rounds of a group; one round's figures (SN_DETECT_LAST = each debate's last round). */
 const char *const *sn_defended_groups(struct sn_defended *d, size_t *n_groups);
 size_t sn_defended_n_rounds(const struct sn_defended *d, const char *group);
 int  sn_defended_summary(struct sn_defended *d, const char *group, size_t round,
                          struct sn_defended_round *out, struct sn_err *err);
-/* The whole defended report as JSON (groups × rounds). Caller frees. */
+/* The whole defended report as JSON: per group "rounds", "last_round" and the older "overall"
+** (the same object). Caller frees. */
 int  sn_defended_report(struct sn_defended *d, cJSON **out, struct sn_err *err);
 
 #endif

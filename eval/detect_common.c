@@ -9,11 +9,44 @@
 
 #include "data/question.h"
 #include "data/shard.h"
+#include "data/vote.h"
 #include "eval/eval.h"
 
 bool sn_detect_answer_eq(const char *a, const char *b, void *ctx)
 {
     return sn_answer_equal(a, b, *(const enum sn_task *)ctx);
+}
+
+void sn_detect_vote_credit(const char *const *answers, size_t n, enum sn_task task,
+                           const char *gold, double *strict, double *neutral)
+{
+    int w = sn_vote_plurality(answers, n, SN_VOTE_TIE_NONE, 0, sn_detect_answer_eq, &task, NULL);
+    *strict = w >= 0 && gold && sn_answer_equal(answers[w], gold, task) ? 1.0 : 0.0;
+    /* the distinct answers holding the top count (each counted at its first holder) */
+    size_t top = 0, m = 0;
+    bool gold_top = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!answers[i])
+            continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = answers[j] && sn_answer_equal(answers[j], answers[i], task);
+        if (seen)
+            continue;
+        size_t c = 0;
+        for (size_t j = i; j < n; j++)
+            c += answers[j] && sn_answer_equal(answers[j], answers[i], task);
+        bool g = gold && sn_answer_equal(answers[i], gold, task);
+        if (c > top) {
+            top = c;
+            m = 1;
+            gold_top = g;
+        } else if (c == top) {
+            m++;
+            gold_top = gold_top || g;
+        }
+    }
+    *neutral = m > 0 && gold_top ? 1.0 / (double)m : 0.0;
 }
 
 bool sn_detect_in_domain_scenario(const char *s)
@@ -64,7 +97,7 @@ int sn_detect_find_group(char *const *gname, size_t n, const char *group)
 struct sn_detect_rate sn_detect_wilson(double k, double n)
 {
     struct sn_detect_rate r = {k, n, n > 0 ? k / n : NAN, NAN, NAN};
-    sn_wilson((uint64_t)k, (uint64_t)n, &r.lo, &r.hi);
+    sn_wilson_mean(k, n, &r.lo, &r.hi);
     return r;
 }
 
@@ -114,7 +147,9 @@ cJSON *sn_detect_rate_json(const struct sn_detect_rate *r)
 
 int sn_detect_report_groups(cJSON *groups, char *const *gname, size_t n,
                             size_t (*n_rounds)(const void *ctx, const char *group),
-                            sn_detect_round_json_fn round_json, void *ctx, struct sn_err *err)
+                            sn_detect_round_json_fn round_json,
+                            const struct sn_detect_row_key *rows, size_t n_rows, void *ctx,
+                            struct sn_err *err)
 {
     for (size_t g = 0; g < n; g++) {
         cJSON *go = cJSON_AddObjectToObject(groups, gname[g]);
@@ -122,15 +157,15 @@ int sn_detect_report_groups(cJSON *groups, char *const *gname, size_t n,
         if (!rounds)
             return sn_err_set(err, SN_E_NOMEM, "out of memory");
         size_t R = n_rounds(ctx, gname[g]);
-        for (size_t r = 0; r <= R; r++) {
+        for (size_t r = 0; r < R + n_rows; r++) {
             cJSON *so = NULL;
-            int rc = round_json(ctx, gname[g], r == R ? SIZE_MAX : r, &so, err);
+            int rc = round_json(ctx, gname[g], r < R ? r : rows[r - R].row, &so, err);
             if (rc)
                 return rc;
-            if (r == R)
-                cJSON_AddItemToObject(go, "overall", so);
-            else
+            if (r < R)
                 cJSON_AddItemToArray(rounds, so);
+            else
+                cJSON_AddItemToObject(go, rows[r - R].key, so);
         }
     }
     return SN_OK;

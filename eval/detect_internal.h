@@ -11,6 +11,17 @@ struct sn_shard_reader;
 
 /* sn_answer_equal under the task *(const enum sn_task *)ctx: the callback of sn_vote_plurality */
 bool sn_detect_answer_eq(const char *a, const char *b, void *ctx);
+/* The vote of answers[0..n) (NULL = no vote) scored against gold under both tie rules of
+** docs/eval.md "Task accuracy": *strict = 1 when the recorded panel decision (sn_vote_plurality,
+** SN_VOTE_TIE_NONE: a tie for the top count is no decision) is gold, else 0; *neutral = 1/m when
+** the top count is shared by m distinct answers one of which is gold (the expectation of a
+** uniform tie-break, not a draw), else 0. Both are 0 without votes or gold. */
+void sn_detect_vote_credit(const char *const *answers, size_t n, enum sn_task task,
+                           const char *gold, double *strict, double *neutral);
+/* The credits of round r of the debate added last to d (sn_detect_add): [0] the vote of the
+** agents not excluded, [1] every agent's. SN_E_ARG when there is no such debate or round. */
+int sn_detect_last_votes(const struct sn_detect *d, size_t r, double strict[2], double neutral[2],
+                         struct sn_err *err);
 /* the scenarios the paper trains on (collaboration, netsafe, aitm): domain "in" */
 bool sn_detect_in_domain_scenario(const char *scenario);
 
@@ -24,7 +35,8 @@ int sn_detect_group_ids(char ***gname, size_t *n, const struct sn_traj *t, const
 /* index of group in gname[0..n), -1 when absent */
 int sn_detect_find_group(char *const *gname, size_t n, const char *group);
 
-/* k of n with its Wilson 95% interval; p = NaN when n = 0 */
+/* k of n with its Wilson 95% interval (k may be fractional: sn_wilson_mean); p = NaN when
+** n = 0 */
 struct sn_detect_rate sn_detect_wilson(double k, double n);
 /* percentile interval of vals[0..n) (NaN dropped; vals reordered): the 2.5% and 97.5% order
 ** statistics, linear interpolation between neighbours; NaN when none is left */
@@ -33,14 +45,21 @@ void sn_detect_percentile(double *vals, size_t n, double *lo, double *hi);
 /* {"k","n","p","lo","hi"}, NaN as null; NULL when out of memory */
 cJSON *sn_detect_rate_json(const struct sn_detect_rate *r);
 
-/* One round's JSON object of a report: round = SIZE_MAX is the overall one. */
+/* One row's JSON object of a report: a round (< n_rounds) or one of the rows below. */
 typedef int (*sn_detect_round_json_fn)(void *ctx, const char *group, size_t round, cJSON **out,
                                        struct sn_err *err);
-/* Fills groups with {name: {"rounds": [round 0..R), "overall": ...}} for every name of
-** gname[0..n), R = n_rounds(ctx, name). On failure the caller deletes what it built. */
+/* A row of a report besides the rounds: its key in a group's object and its row code. */
+struct sn_detect_row_key {
+    const char *key;
+    size_t      row;
+};
+/* Fills groups with {name: {"rounds": [round 0..R), key: ... for every rows[i]}} for every name
+** of gname[0..n), R = n_rounds(ctx, name). On failure the caller deletes what it built. */
 int sn_detect_report_groups(cJSON *groups, char *const *gname, size_t n,
                             size_t (*n_rounds)(const void *ctx, const char *group),
-                            sn_detect_round_json_fn round_json, void *ctx, struct sn_err *err);
+                            sn_detect_round_json_fn round_json,
+                            const struct sn_detect_row_key *rows, size_t n_rows, void *ctx,
+                            struct sn_err *err);
 
 /* Calls each(ctx, r, i, err) for every tuple i of every train-split shard of the shard set in
 ** dir, in manifest order, until one returns nonzero. what != NULL: an error within a shard

@@ -21,6 +21,12 @@
 /* Wilson score interval for k successes in n trials at z = SN_Z95. n = 0 gives NaN, NaN.
 ** k = 0 gives lo = 0 exactly, k = n gives hi = 1 exactly. */
 void sn_wilson(uint64_t k, uint64_t n, double *lo, double *hi);
+/* The same interval for the mean k / n of n independent units each scoring in [0, 1] (k may be
+** fractional: the tie-neutral task accuracy of docs/eval.md). A [0, 1] variable of mean p has a
+** variance of at most p(1 − p), the Bernoulli variance the Wilson score test assumes, so the
+** interval is conservative there; for integer k it equals sn_wilson. NaN, NaN when n = 0 or k is
+** outside [0, n]. */
+void sn_wilson_mean(double k, double n, double *lo, double *hi);
 
 /* Matched panels (percentage points in, percentage points out): honest bonus p_base − p_hon,
 ** adversarial penalty p_adv − p_base, replacement cost = bonus + penalty, break-even prior

@@ -20,8 +20,17 @@ void sn_wilson(uint64_t k, uint64_t n, double *lo, double *hi)
         *lo = *hi = NAN;
         return;
     }
+    sn_wilson_mean((double)k, (double)n, lo, hi);
+}
+
+void sn_wilson_mean(double k, double n, double *lo, double *hi)
+{
+    if (!(n > 0) || !(k >= 0) || k > n) {
+        *lo = *hi = NAN;
+        return;
+    }
     /* Wilson (1927): (p + z²/2n ± z √(p(1−p)/n + z²/4n²)) / (1 + z²/n) */
-    double z = SN_Z95, nn = (double)n, p = (double)k / nn, z2 = z * z;
+    double z = SN_Z95, nn = n, p = k / nn, z2 = z * z;
     double den = 1.0 + z2 / nn;
     double center = (p + z2 / (2.0 * nn)) / den;
     double half = z * sqrt(p * (1.0 - p) / nn + z2 / (4.0 * nn * nn)) / den;

@@ -119,6 +119,10 @@ print(s.getsockname()[1])'
 # start_server LOG ARGS...: starts llama-server on a free port, waits for GET /health = 200.
 # One thread: the model is tiny, and on a loaded machine ggml's spinning thread pool made each
 # token 250x slower with -t 2 (373 ms against 1.5 ms per token, load average 12 on 2 cores).
+# The wait ends when the server answers or exits; READY_S only bounds a server that does
+# neither, far above what a loaded machine takes, and each probe has its own bound so that a
+# server that accepts but stalls cannot hang the probe.
+READY_S=300
 start_server() {
     local log=$1
     shift
@@ -127,12 +131,13 @@ start_server() {
         "$server" -m "$work/tiny.gguf" --host 127.0.0.1 --port "$port" -t 1 -tb 1 --no-webui "$@" \
             > "$log" 2>&1 &
         server_pid=$!
-        for _ in $(seq 1 240); do
+        local until=$((SECONDS + READY_S))
+        while [ "$SECONDS" -lt "$until" ]; do
             if ! kill -0 "$server_pid" 2>/dev/null; then
                 break
             fi
-            if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ]
-            then
+            if [ "$(curl -s --max-time 30 -o /dev/null -w '%{http_code}' \
+                    "http://127.0.0.1:$port/health")" = 200 ]; then
                 say "llama-server up on 127.0.0.1:$port ($*)"
                 return 0
             fi

@@ -2,7 +2,9 @@
 ** starts two copies of this binary as ranks 0 and 1 (torchrun-style environment: RANK,
 ** WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT); each child checks all-reduce (sum,
 ** average, max, many tensors at once), broadcast and barrier against values it can compute
-** itself, and exits 0 only if all hold. The parent kills both after 60 s, so CI cannot hang.
+** itself, and exits 0 only if all hold. The barrier is checked by order, not by clock: files in
+** a directory both ranks share say who got where. Limits (c10d's timeout, the parent's watchdog
+** that kills both ranks so CI cannot hang) only stop a hang; a loaded machine never meets them.
 ** Also: a world of one without any environment (collectives are no-ops) and bad environments. */
 #include "aten/aten.h"
 #include "tests/testutil.h"
@@ -14,11 +16,16 @@
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 static struct sn_err E;
+
+/* c10d's timeout for init and every collective, and the parent's watchdog: both far above what
+** two ranks take on a machine whose cores are busy with other work (seconds), so only a hang
+** meets them. */
+#define DIST_TIMEOUT_S 120
+#define WATCHDOG_S 180
 
 static struct sn_tensor *vec(const double *v, int64_t n, enum sn_dtype dt)
 {
@@ -39,7 +46,7 @@ static int child(void)
 {
     struct sn_dist *d = NULL;
     struct sn_dist_params p = sn_dist_default_params();
-    p.timeout_s = 30;
+    p.timeout_s = DIST_TIMEOUT_S;
     OK(sn_aten_dist_init_env(&p, &d, &E));
     if (!d)
         return sn_test_done();
@@ -75,15 +82,32 @@ static int child(void)
     expect("broadcast", bc, (double[]){7, -1}, 2);
     CHECK(sn_aten_dist_broadcast(d, bc, 2, &E) == SN_E_ARG);
     sn_err_clear(&E);
-    /* barrier: rank 1 sleeps first; rank 0 must not get past the barrier before it wakes */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (r == 1)
-        usleep(300 * 1000);
-    OK(sn_aten_dist_barrier(d, &E));
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double waited = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    CHECK_MSG(waited >= 0.25, "rank %d left the barrier after %.3f s", r, waited);
+    /* barrier: rank 0 enters first and must not leave before rank 1 has arrived. Rank 0
+    ** marks that it is entering; rank 1 waits for the mark, then marks its own arrival just
+    ** before entering. Leaving the barrier, rank 0 must see rank 1's mark, however the two
+    ** processes are scheduled. */
+    const char *dir = getenv("SN_DIST_DIR");
+    CHECK(dir != NULL);
+    if (dir && r == 0) {
+        sn_test_write_file(sn_test_path(dir, "rank0-entering"), "");
+        OK(sn_aten_dist_barrier(d, &E));
+        CHECK_MSG(access(sn_test_path(dir, "rank1-arrived"), F_OK) == 0,
+                  "rank 0 left the barrier before rank 1 reached it");
+    } else if (dir) {
+        bool seen = false;
+        for (int i = 0; i < 100 * DIST_TIMEOUT_S && !seen; i++) { /* 10 ms polls */
+            seen = access(sn_test_path(dir, "rank0-entering"), F_OK) == 0;
+            if (!seen)
+                usleep(10 * 1000);
+        }
+        CHECK_MSG(seen, "rank 0 never reached the barrier");
+        /* Not a synchronisation (the files are): a barrier that does not wait would let rank
+        ** 0 out during this pause, so a broken one fails; a correct one passes whatever the
+        ** pause or the scheduling. */
+        usleep(100 * 1000);
+        sn_test_write_file(sn_test_path(dir, "rank1-arrived"), "");
+        OK(sn_aten_dist_barrier(d, &E));
+    }
     struct sn_tensor *all[] = {a, b, c, m, g1, g2, g2v, bc};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sn_tensor_free(all[i]);
@@ -114,6 +138,7 @@ static void test_two_ranks(const char *self)
     CHECK(port > 0);
     char pbuf[16];
     snprintf(pbuf, sizeof pbuf, "%d", port);
+    setenv("SN_DIST_DIR", sn_test_dir("aten_dist"), 1); /* fresh: no mark from an earlier run */
     pid_t pid[2] = {-1, -1};
     for (int r = 0; r < 2; r++) {
         char rb[8];
@@ -128,12 +153,12 @@ static void test_two_ranks(const char *self)
         CHECK(posix_spawn(&pid[r], self, NULL, NULL, argv, environ) == 0);
     }
     const char *vars[] = {"SN_DIST_CHILD", "RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR",
-                          "MASTER_PORT"};
+                          "MASTER_PORT", "SN_DIST_DIR"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     int status[2] = {0, 0};
     bool done[2] = {pid[0] <= 0, pid[1] <= 0};
-    for (int tick = 0; tick < 600 && !(done[0] && done[1]); tick++) { /* 60 s at most */
+    for (int tick = 0; tick < 10 * WATCHDOG_S && !(done[0] && done[1]); tick++) { /* 0.1 s */
         for (int r = 0; r < 2; r++)
             if (!done[r] && waitpid(pid[r], &status[r], WNOHANG) == pid[r])
                 done[r] = true;

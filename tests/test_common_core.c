@@ -1,8 +1,12 @@
 /* tests/test_common_core.c: errors, buffers, RNG, SHA-256 (FIPS 180-4 vectors), allocation
-** failure injection, line readers over plain and gzip files, path expansion. */
+** failure injection, line readers over plain and gzip files, path expansion, output paths the
+** system cannot hold (refused by name and size, nothing left behind). */
 #include "common/common.h"
 #include "testutil.h"
 
+#include <dirent.h>
+#include <limits.h>
+#include <unistd.h>
 #include <zlib.h>
 
 static void test_err(void)
@@ -242,6 +246,105 @@ static void test_paths(const char *dir)
     CHECK(sn_paths_expand(missing, 1, suf, &paths, &n, &err) == SN_E_IO);
 }
 
+/* Entries in dir other than . and .. */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+static void test_long_paths(const char *dir)
+{
+    struct sn_err err = {0};
+    char base[1100], want[600], x300[301], x250[251], p[6000];
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, ".tmp.%ld", (long)getpid());
+    snprintf(base, sizeof base, "%s/long", dir);
+    CHECK(sn_mkdirs(base, &err) == SN_OK);
+    memset(x300, 'x', 300);
+    x300[300] = 0;
+    memset(x250, 'y', 250);
+    x250[250] = 0;
+
+    /* the exact message: a long path and a long name are shown by their ends and sizes */
+    snprintf(p, sizeof p, "o/%s/f", x300);
+    CHECK(sn_path_check_len(p, NULL, &err) == SN_E_ARG);
+    snprintf(want, sizeof want, "o/%.38s[...224 bytes...]%.38s/f: file name too long ('%.40s"
+             "[...220 bytes...]%.40s' is 300 bytes; the system allows %d per name)", x300, x300,
+             x300, x300, NAME_MAX);
+    CHECK_STR(err.msg, want);
+    err = (struct sn_err){0};
+    CHECK(sn_path_check_len("o/f", NULL, &err) == SN_OK && err.code == SN_OK);
+
+    /* a name too long: mkdir -p makes nothing, not even the directories above it */
+    snprintf(p, sizeof p, "%s/a/%s/b", base, x300);
+    CHECK(sn_mkdirs(p, &err) == SN_E_ARG);
+    snprintf(want, sizeof want, "is 300 bytes; the system allows %d per name)", NAME_MAX);
+    CHECK_MSG(strstr(err.msg, ": file name too long ('xxxx") && strstr(err.msg, want), "%s",
+              err.msg);
+    CHECK(dir_entries(base) == 0);
+
+    /* a file name that fits alone but not with the temp suffix of the atomic write */
+    snprintf(p, sizeof p, "%s/%s", base, x250);
+    err = (struct sn_err){0};
+    CHECK(sn_atomic_write(p, "data", 4, &err) == SN_E_ARG);
+    snprintf(want, sizeof want, "is 250 bytes, %zu with the suffix '%s' of the temporary file "
+             "written first; the system allows %d per name)", 250 + strlen(suffix), suffix,
+             NAME_MAX);
+    CHECK_MSG(strstr(err.msg, ": file name too long ('yyyy") && strstr(err.msg, want), "%s",
+              err.msg);
+    CHECK(dir_entries(base) == 0);
+    snprintf(p, sizeof p, "%s/%s.json", base, x300);
+    struct sn_atomic_file *af = (void *)1;
+    err = (struct sn_err){0};
+    CHECK(sn_atomic_open(p, &af, &err) == SN_E_ARG && af == NULL);
+    CHECK_MSG(strstr(err.msg, "file name too long") && strstr(err.msg, "is 305 bytes"), "%s",
+              err.msg);
+    CHECK(dir_entries(base) == 0);
+
+    /* a whole path too long, every name in it short: shown shortened, the size in full */
+    size_t n = (size_t)snprintf(p, sizeof p, "%s", base);
+    while (n < 5000)
+        n += (size_t)snprintf(p + n, sizeof p - n, "/%.99s", x300);
+    err = (struct sn_err){0};
+    CHECK(sn_mkdirs(p, &err) == SN_E_ARG);
+    snprintf(want, sizeof want, ": file name too long (the path is %zu bytes; the system allows "
+             "%d)", n, PATH_MAX - 1);
+    CHECK_MSG(strstr(err.msg, want) && strstr(err.msg, " bytes...]"), "%s", err.msg);
+    CHECK(dir_entries(base) == 0);
+    err = (struct sn_err){0};
+    CHECK(sn_atomic_write(p, "data", 4, &err) == SN_E_ARG);
+    snprintf(want, sizeof want, ": file name too long (the path is %zu bytes, %zu with the "
+             "suffix '%s' of the temporary file written first; the system allows %d)", n,
+             n + strlen(suffix), suffix, PATH_MAX - 1);
+    CHECK_MSG(strstr(err.msg, want), "%s", err.msg);
+    CHECK(dir_entries(base) == 0);
+
+    /* sn_path_fmt: a path that fits, one longer than its buffer (never cut), one longer
+    ** than the system allows */
+    char buf[64];
+    err = (struct sn_err){0};
+    CHECK(sn_path_fmt(buf, sizeof buf, &err, "%s/%s", "out", "shards") == SN_OK);
+    CHECK(!strcmp(buf, "out/shards"));
+    char name[101];
+    memset(name, 'z', 100);
+    name[100] = '\0';
+    CHECK(sn_path_fmt(buf, sizeof buf, &err, "out/%s", name) == SN_E_ARG);
+    CHECK_MSG(strstr(err.msg, ": file name too long (the path is 104 bytes; this command holds "
+                     "at most 63)"), "%s", err.msg);
+    err = (struct sn_err){0};
+    char big[PATH_MAX + 8];
+    CHECK(sn_path_fmt(big, sizeof big, &err, "out/%s/%s", name, p) == SN_E_ARG);
+    CHECK_MSG(strstr(err.msg, ": file name too long (the path is ") &&
+              strstr(err.msg, "the system allows"), "%s", err.msg);
+}
+
 int main(void)
 {
     const char *dir = sn_test_dir("common_core");
@@ -252,5 +355,6 @@ int main(void)
     test_alloc_failure(dir);
     test_lines(dir);
     test_paths(dir);
+    test_long_paths(dir);
     return sn_test_done();
 }

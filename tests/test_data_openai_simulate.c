@@ -33,7 +33,7 @@ int main(void)
         return 1;
     }
     struct fake_server srv;
-    if (fake_start(&srv, dir, 0, 60) != 0) {
+    if (fake_start(&srv, dir, 0, 900) != 0) {
         fprintf(stderr, "FAIL: could not start tests/servers/fake_openai.py\n");
         return 1;
     }

@@ -1,12 +1,16 @@
 /* tests/test_data_sim_run.c: `sentinel simulate` end to end (data/sim/run.c, cli/
 ** cmd_simulate.c): output validated by the trajectory reader, thread-count independence,
-** resume after SIGKILL and after hand-made partial tails equals an uninterrupted run (no
-** duplicate, no loss), shards 0/3 + 1/3 + 2/3 equal the unsharded run, failed debates go to
-** the errors file and are retried by the next run, and CLI errors. */
+** resume after a run killed mid-write and after hand-made partial tails equals an
+** uninterrupted run (no duplicate, no loss), shards 0/3 + 1/3 + 2/3 equal the unsharded run,
+** failed debates go to the errors file and are retried by the next run, the one-writer lock,
+** and CLI errors. Nothing here waits for a time to pass: the kill comes at a byte count and the
+** lock is tested against a run that cannot finish (docs/simulate.md "Output files and
+** resume"). */
 #include "data/sim/sim.h"
 #include "data/trajectory.h"
 #include "testutil.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 static const char *bin, *dir;
@@ -148,6 +152,9 @@ int main(void)
         fprintf(stderr, "SENTINEL_BIN not set\n");
         return 2;
     }
+    /* the kill test needs SIGXFSZ to end a process: undo an inherited SIG_IGN (a shell may
+    ** not reset a signal ignored on entry) */
+    signal(SIGXFSZ, SIG_DFL);
     dir = sn_test_dir("data_sim_run");
     const char *recipe = strdup(p1("r.json"));
     write_recipe(recipe, NULL);
@@ -193,23 +200,23 @@ int main(void)
     }
     free_lines(&ref);
 
-    /* SIGKILL mid-run, then resume: equal to the uninterrupted run with the same endpoint
-    ** (a simulated latency makes the run long enough to kill; it is recorded in each line) */
+    /* Killed mid-write, then resumed: equal to the uninterrupted run with the same endpoint
+    ** (a simulated latency keeps four threads' debates interleaved; it is recorded in each
+    ** line). The kill comes at a byte count, not a moment: under a file-size limit of a few
+    ** KiB (the whole output is about 170 KiB) the write that crosses it is cut short and the
+    ** next raises SIGXFSZ, which ends the process as SIGKILL would (no handler, no cleanup),
+    ** mid-record and whatever the machine's load. */
     const char *slow = strdup(p1("slow.json"));
     write_recipe(slow, ",\"delay_ms\":3");
     CHECK(sn_test_sh("%s simulate --recipe %s -o %s/slowref --threads 4 --progress none "
                      "2>/dev/null", bin, slow, dir) == 0);
     struct lines sref = run_lines(p1("slowref"));
     CHECK(sref.n == total);
-    /* Kill once some debates are on disk (polled, not a fixed sleep: under load a fixed
-    ** sleep can land before the first write or after the last). */
-    int killed = sn_test_sh("%s simulate --recipe %s -o %s/killed --threads 4 --progress none "
-                            "2>/dev/null & pid=$!; f=%s/killed/trajectories-0of1.jsonl.gz; "
-                            "for i in $(seq 600); do s=$(stat -c %%s $f 2>/dev/null || echo 0); "
-                            "[ $s -gt 3000 ] && break; sleep 0.02; done; "
-                            "kill -9 $pid; wait $pid; exit 0",
-                            bin, slow, dir, dir);
-    CHECK(killed == 0);
+    int killed = sn_test_sh("(ulimit -c 0 && ulimit -f 8 && exec %s simulate --recipe %s -o "
+                            "%s/killed --threads 4 --progress none 2>/dev/null); st=$?; "
+                            "echo \"exit status $st\" >&2; [ $st -gt 128 ] && "
+                            "[ \"$(kill -l $st)\" = XFSZ ]", bin, slow, dir);
+    CHECK_MSG(killed == 0, "the run did not die of SIGXFSZ at the file-size limit");
     {
         /* what the kill left: complete records (at most one partial member) */
         struct sn_traj_reader *r;
@@ -229,14 +236,18 @@ int main(void)
         }
         fprintf(stderr, "killed run left %llu complete debates of %zu\n",
                 (unsigned long long)ok, total);
-        CHECK(ok < total); /* the kill landed mid-run */
+        CHECK(ok < total); /* the kill landed mid-run (always: the limit is far below) */
     }
-    /* and two hand-made partial tails: half of a real member, then a lone gzip magic byte */
-    CHECK(sn_test_sh("cd %s/killed && f=trajectories-0of1.jsonl.gz && "
-                     "head -c 200 %s/slowref/trajectories-0of1.jsonl.gz >> $f", dir, dir) == 0);
+    /* the resume drops the member the kill cut short and does the rest */
     CHECK(sn_test_sh("%s simulate --recipe %s -o %s/killed --threads 4 --progress none "
                      "2>/dev/null", bin, slow, dir) == 0);
+    /* and two hand-made partial tails after the last complete record: a lone gzip magic
+    ** byte, then half of a real member (each dropped by the next run) */
     CHECK(sn_test_sh("printf '\\037' >> %s/killed/trajectories-0of1.jsonl.gz", dir) == 0);
+    CHECK(sn_test_sh("%s simulate --recipe %s -o %s/killed --threads 4 --progress none "
+                     "2>/dev/null", bin, slow, dir) == 0);
+    CHECK(sn_test_sh("cd %s/killed && f=trajectories-0of1.jsonl.gz && "
+                     "head -c 200 %s/slowref/trajectories-0of1.jsonl.gz >> $f", dir, dir) == 0);
     CHECK(sn_test_sh("%s simulate --recipe %s -o %s/killed --threads 4 --progress none "
                      "2>/dev/null", bin, slow, dir) == 0);
     struct lines res = run_lines(p1("killed"));
@@ -311,12 +322,22 @@ int main(void)
         free_lines(&hl);
     }
 
-    /* one writer per shard: a second run on the same output is refused while the first runs */
+    /* one writer per shard: a second run on the same output is refused while the first runs.
+    ** The first cannot finish (every request waits 600 s) and holds the lock from before it
+    ** creates its trajectory file, so once that file exists the second run must meet the lock;
+    ** the wait for it is polled (up to 120 s), and the first is killed afterwards. The second
+    ** has no delay: were the lock broken, it would finish, not hang. */
+    const char *stuck = strdup(p1("stuck.json"));
+    write_recipe(stuck, ",\"delay_ms\":600000");
     CHECK(sn_test_sh("%s simulate --recipe %s -o %s/locked --threads 4 --progress none "
-                     "2>/dev/null & pid=$!; sleep 0.3; %s simulate --recipe %s -o %s/locked "
-                     "--progress none 2>%s/lock.err; st=$?; wait $pid; test $st -eq 1 && "
-                     "grep -q 'another' %s/lock.err", bin, slow, dir, bin, slow, dir, dir,
-                     dir) == 0);
+                     "2>/dev/null & pid=$!; f=%s/locked/trajectories-0of1.jsonl.gz; i=0; "
+                     "while [ ! -e $f ] && kill -0 $pid 2>/dev/null && [ $i -lt 12000 ]; do "
+                     "sleep 0.01; i=$((i+1)); done; "
+                     "%s simulate --recipe %s -o %s/locked --progress none 2>%s/lock.err; "
+                     "st=$?; kill -0 $pid 2>/dev/null; alive=$?; kill -9 $pid; wait $pid; "
+                     "test -e $f && test $alive -eq 0 && test $st -eq 1 && "
+                     "grep -q 'another' %s/lock.err", bin, stuck, dir, dir, bin, recipe, dir,
+                     dir, dir) == 0);
     /* a file that is not ours is never truncated or skipped silently */
     CHECK(sn_test_sh("mkdir -p %s/foreign && printf 'hello\\n' | gzip > "
                      "%s/foreign/trajectories-0of1.jsonl.gz && %s simulate --recipe %s -o "
@@ -352,6 +373,7 @@ int main(void)
                      "--progress none 2>/dev/null", dir, bin, getenv("SENTINEL_SRC")) == 0);
     free((void *)recipe);
     free((void *)slow);
+    free((void *)stuck);
     free((void *)flaky);
     return sn_test_done();
 }

@@ -309,6 +309,11 @@ int main(void)
     err = (struct sn_err){0};
     CHECK(sn_tuples_build(&p, &rep, &err) == SN_E_ARG);
     CHECK(strstr(err.msg, "different settings ('tokenizer_hash' was") != NULL);
+    char h1[65] = "", h2[65] = "", both[200];
+    struct sn_err herr = {0};
+    CHECK(sn_sha256_file(tokp, h1, &herr) == SN_OK && sn_sha256_file(tok2, h2, &herr) == SN_OK);
+    snprintf(both, sizeof both, "'tokenizer_hash' was \"%s\", now \"%s\"", h1, h2);
+    CHECK_MSG(strstr(err.msg, both) != NULL, "%s", err.msg); /* both hashes, in full */
     p.tokenizer_path = tokp;
 
     /* malformed line: file:line and field; skip_bad counts it */

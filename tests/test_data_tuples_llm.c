@@ -126,7 +126,7 @@ int main(void)
     if (f)
         fclose(f);
     struct fake_server srv;
-    if (fake_start(&srv, dir, 0, 60)) {
+    if (fake_start(&srv, dir, 0, 900)) {
         fprintf(stderr, "cannot start the fake server\n");
         return 1;
     }

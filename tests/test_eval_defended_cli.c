@@ -4,9 +4,12 @@
 ** sim-backend debates:
 **   - the recipe's attacked experiment runs three ways into DIR/clean, DIR/attacked and
 **     DIR/defended (its clean experiment is not repeated); each arm is what it says;
-**   - the report's per-round accuracy of every arm, the defended system's vote over the agents
-**     not excluded, recovery, and the generation time at the stated speed are recomputed here
-**     from the trajectory files, independently of eval/detect_defended.c;
+**   - the report's per-round accuracy of every arm under both tie rules (strict: a tie is
+**     wrong; tie-neutral: a tie among m answers holding gold counts 1/m), the defended
+**     system's vote over the agents not excluded, the oracle's vote over the attacked debates
+**     (k = 1, rule all: every sentinel drops the lowest-slot attacker that spoke), recovery on
+**     the tie-neutral accuracy and the oracle's, and the generation time at the stated speed
+**     are recomputed here from the trajectory files, independently of eval/;
 **   - a second run resumes (nothing simulated again, the same figures); --gen-tokens-per-s
 **     scales the generation time; usage errors exit 2, missing arms 1. */
 #include "testutil.h"
@@ -20,10 +23,13 @@ static char dir[1024];
 
 enum { T = 3, N_ITEMS = 8 };
 
-/* independent per-arm tallies: [round] correct counts, and the generation tokens */
+/* independent per-arm tallies: [round] correct counts (strict) and credits (tie-neutral) of
+** every agent's vote, the kept agents' (defended arm) and the oracle's (attacked arm), and the
+** generation tokens */
 struct tally {
     int n;
-    int ok[T], kept[T];
+    int ok[T], kept[T], oracle[T];
+    double ok_tn[T], kept_tn[T], oracle_tn[T];
     double tokens[T];
     int n_debates_round[T];
 };
@@ -55,6 +61,35 @@ static const char *top_answer(const char *const *a, size_t n)
     return n_best == 1 ? best : NULL;
 }
 
+/* tie-neutral credit: 1/m when m distinct answers share the top count and gold is one */
+static double credit(const char *const *a, size_t n, const char *gold)
+{
+    int top = 0, m = 0;
+    bool gold_top = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!a[i])
+            continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = a[j] && strcmp(a[i], a[j]) == 0;
+        if (seen)
+            continue;
+        int c = 0;
+        for (size_t j = 0; j < n; j++)
+            c += a[j] && strcmp(a[i], a[j]) == 0;
+        bool g = strcmp(a[i], gold) == 0;
+        if (c > top) {
+            top = c;
+            m = 1;
+            gold_top = g;
+        } else if (c == top) {
+            m++;
+            gold_top = gold_top || g;
+        }
+    }
+    return m && gold_top ? 1.0 / m : 0.0;
+}
+
 static int tally_arm(const char *arm, struct tally *ta, const char *want_scenario,
                      bool want_bl)
 {
@@ -78,7 +113,7 @@ static int tally_arm(const char *arm, struct tally *ta, const char *want_scenari
         CHECK(a && strcmp(a, arm) == 0);
         CHECK(strcmp(t->experiment, "atk") == 0);
         CHECK(t->n_rounds == T);
-        uint64_t bl[64] = {0};
+        uint64_t bl[64] = {0}, obl[64] = {0};
         bool any_bl = false;
         for (size_t rd = 0; rd < t->n_rounds && rd < T; rd++) {
             const char *all[64], *kept[64];
@@ -106,6 +141,30 @@ static int tally_arm(const char *arm, struct tally *ta, const char *want_scenari
             const char *w = top_answer(all, t->n_agents), *k = top_answer(kept, t->n_agents);
             ta->ok[rd] += w && strcmp(w, t->gold) == 0;
             ta->kept[rd] += k && strcmp(k, t->gold) == 0;
+            ta->ok_tn[rd] += credit(all, t->n_agents, t->gold);
+            ta->kept_tn[rd] += credit(kept, t->n_agents, t->gold);
+            /* the oracle, k = 1, rule all: every honest sentinel drops the lowest-slot
+            ** attacker that spoke this round (complete topology, no tampering) */
+            int low = -1;
+            for (size_t j = 0; j < t->n_agents && low < 0; j++)
+                if (t->agents[j].role == SN_ROLE_ADVERSARY && sn_traj_msg_of(t, rd, (int)j))
+                    low = (int)j;
+            const char *okept[64];
+            for (size_t s = 0; s < t->n_agents; s++)
+                if (low >= 0 && t->agents[s].role == SN_ROLE_HONEST)
+                    obl[s] |= 1ULL << low;
+            for (size_t j = 0; j < t->n_agents; j++) {
+                int votes = 0, eligible = 0;
+                for (size_t s = 0; s < t->n_agents; s++)
+                    if (s != j && t->agents[s].role == SN_ROLE_HONEST) {
+                        eligible++;
+                        votes += (int)((obl[s] >> j) & 1);
+                    }
+                okept[j] = 2 * votes > eligible ? NULL : all[j];
+            }
+            const char *o = top_answer(okept, t->n_agents);
+            ta->oracle[rd] += o && strcmp(o, t->gold) == 0;
+            ta->oracle_tn[rd] += credit(okept, t->n_agents, t->gold);
             ta->n_debates_round[rd]++;
         }
         CHECK(any_bl == want_bl);
@@ -182,6 +241,7 @@ int main(void)
     CHECK(j && strcmp(get(j, "mode")->valuestring, "replay+defended") == 0);
     CHECK(num(j, "debates") == N_ITEMS); /* the replay ran on the attacked arm */
     CHECK(cJSON_GetArraySize(get(j, "rankers")) == 4); /* 3 baselines + the detector */
+    CHECK(cJSON_IsTrue(get(j, "oracle.ceiling"))); /* the oracle apart from the rankers */
     CHECK(num(j, "defended.debates.clean") == N_ITEMS);
     CHECK(num(j, "defended.unmatched.attacked") == 0);
     const cJSON *rounds = get(j, "defended.groups.all.rounds");
@@ -193,19 +253,30 @@ int main(void)
         CHECK_CLOSE(num(row, "accuracy.defended.k"), td.kept[r], 0, 0);
         CHECK_CLOSE(num(row, "accuracy.defended_every_agent.k"), td.ok[r], 0, 0);
         CHECK_CLOSE(num(row, "accuracy.clean.n"), N_ITEMS, 0, 0);
-        /* recovery: defined exactly when the Wilson intervals separate */
+        CHECK_CLOSE(num(row, "accuracy.oracle.k"), ta.oracle[r], 0, 0);
+        CHECK_CLOSE(num(row, "accuracy_tie_neutral.clean.k"), tc.ok_tn[r], 1e-9, 0);
+        CHECK_CLOSE(num(row, "accuracy_tie_neutral.attacked.k"), ta.ok_tn[r], 1e-9, 0);
+        CHECK_CLOSE(num(row, "accuracy_tie_neutral.defended.k"), td.kept_tn[r], 1e-9, 0);
+        CHECK_CLOSE(num(row, "accuracy_tie_neutral.defended_every_agent.k"), td.ok_tn[r], 1e-9,
+                    0);
+        CHECK_CLOSE(num(row, "accuracy_tie_neutral.oracle.k"), ta.oracle_tn[r], 1e-9, 0);
+        /* recovery, on the tie-neutral accuracy: defined exactly when the Wilson intervals of
+        ** clean and attacked separate */
         double lo_c, hi_c, lo_a, hi_a;
-        sn_wilson((uint64_t)tc.ok[r], N_ITEMS, &lo_c, &hi_c);
-        sn_wilson((uint64_t)ta.ok[r], N_ITEMS, &lo_a, &hi_a);
+        sn_wilson_mean(tc.ok_tn[r], N_ITEMS, &lo_c, &hi_c);
+        sn_wilson_mean(ta.ok_tn[r], N_ITEMS, &lo_a, &hi_a);
         const cJSON *na = get(row, "recovery.na");
         if (lo_c > hi_a) {
+            double dmg = tc.ok_tn[r] - ta.ok_tn[r];
             CHECK(cJSON_IsNull(na));
-            CHECK_CLOSE(num(row, "recovery.p"),
-                        (double)(td.kept[r] - ta.ok[r]) / (double)(tc.ok[r] - ta.ok[r]), 1e-12,
-                        0);
+            CHECK_CLOSE(num(row, "recovery.p"), (td.kept_tn[r] - ta.ok_tn[r]) / dmg, 1e-12, 0);
+            CHECK_CLOSE(num(row, "recovery_oracle.p"), (ta.oracle_tn[r] - ta.ok_tn[r]) / dmg,
+                        1e-12, 0);
         } else {
             CHECK(cJSON_IsString(na) && strstr(na->valuestring, "do not differ"));
             CHECK(cJSON_IsNull(get(row, "recovery.p")));
+            CHECK(cJSON_IsNull(get(row, "recovery_oracle.p")));
+            CHECK(cJSON_IsNull(get(row, "recovery_share_of_oracle.p")));
         }
         /* generation: sim debates at 50 tokens/s */
         CHECK_CLOSE(num(row, "timing.generation_ms"), 1000.0 * td.tokens[r] / 50.0 / N_ITEMS,

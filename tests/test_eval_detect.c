@@ -1,11 +1,14 @@
 /* tests/test_eval_detect.c: the replay and metrics of eval/detect.c (docs/eval.md). Hand-made
 ** debates with scripted scores give hand-computed agent-level detection accuracy, FPR, FNR,
-** pair-level rates, AUROC and per-round task accuracy; k larger than the agents; ties; an
-** agent blacklisted in the first round; debates without adversaries; the bootstrap. */
+** balanced accuracy, the per-round hit rate, pair-level rates, AUROC and per-round task
+** accuracy under both tie rules (a 2-2 split after exclusion); the last-round, pooled and
+** older overall rows; k larger than the agents; ties; an agent blacklisted in the first round;
+** debates without adversaries; the bootstrap; the vote credit on its own. */
 #include "test_eval_fixture.h"
 
 #include "common/common.h"
 #include "eval/detect.h"
+#include "eval/detect_internal.h"
 
 /* scripted scores: table[round][sender], the same for every sentinel */
 struct script {
@@ -116,8 +119,8 @@ static void test_hand_rule_all(void)
     CHECK_RATE(s.agent_fnr, 0, 2);
     CHECK_RATE(s.pair_fnr, 0, 6);
     CHECK_RATE(s.task_defended, 1, 1);
-    /* overall = the last round */
-    struct sn_detect_summary o = sum(d, "all", SIZE_MAX);
+    /* the last round row = round 2 */
+    struct sn_detect_summary o = sum(d, "all", SN_DETECT_LAST);
     CHECK_RATE(o.agent_acc, 5, 5);
     /* AUROC of round 0 by brute force over the 12 scored messages */
     double num = 0;
@@ -408,8 +411,163 @@ static void test_items(void)
     sn_detect_free(d);
 }
 
+/* The same debate (grid1, tab1, k = 1, rule all): balanced accuracy, hit rate and tie-neutral
+** task accuracy per round, and the last-round, pooled and overall rows.
+**   every round every sentinel's B_t is one attacker ({3}, {3}, {4}): hit rate 3/3 each round.
+**   r0: FPR 0/3, FNR 1/2: balanced 1 - (0 + 1/2)/2 = 3/4; pairs FPR 0/6, FNR 3/6: 3/4.
+**       votes: kept A A A . B -> A: 1 under both rules; every agent AAABB: 1.
+**   r1: the same blacklists; kept A A B . B: a 2-2 split holding gold: strict 0, tie-neutral
+**       1/2; every agent AABBB: B, 0 under both.
+**   r2: both attackers excluded: balanced 1; kept A A A: 1; every agent AAABB: 1.
+**   pooled: agents ATP 1+1+2, AFN 1+1+0, AFP 0, ATN 9: FNR 2/6, FPR 0/9, balanced 5/6; hit
+**       9/9; defended strict 2/3, tie-neutral (1 + 1/2 + 1)/3 = 5/6; undefended 2/3. */
+static void test_balanced_hit_neutral(void)
+{
+    struct fx f = {.id = "d1", .roles = "HHHAA", .gold = "A", .target = "B", .grid = grid1,
+                   .T = 3};
+    struct script sc = {tab1, 0};
+    struct sn_detect_ranker r = {"script", rank_script, &sc};
+    struct sn_detect *d = run(&f, 1, &r, 1, SN_DEFENSE_RULE_ALL, 30);
+    if (!d)
+        return;
+    const double bacc[3] = {0.75, 0.75, 1.0}, tn_def[3] = {1, 0.5, 1}, tn_und[3] = {1, 0, 1};
+    const double st_def[3] = {1, 0, 1};
+    for (size_t r = 0; r < 3; r++) {
+        struct sn_detect_summary s = sum(d, "all", r);
+        CHECK_CLOSE(s.agent_bacc.p, bacc[r], 1e-12, 0);
+        CHECK_CLOSE(s.agent_bacc.n, 5, 0, 0);
+        CHECK_RATE(s.hit, 3, 3);
+        CHECK_CLOSE(s.task_defended_neutral.p, tn_def[r], 1e-12, 0);
+        CHECK_CLOSE(s.task_defended_neutral.k, tn_def[r], 1e-12, 0);
+        CHECK_CLOSE(s.task_undefended_neutral.p, tn_und[r], 1e-12, 0);
+        CHECK_CLOSE(s.task_defended.p, st_def[r], 1e-12, 0);
+        CHECK(s.n_units == 1);
+        /* a round's tie-neutral accuracy: Wilson of a mean, debates as units */
+        double lo, hi;
+        sn_wilson_mean(tn_def[r], 1, &lo, &hi);
+        CHECK_CLOSE(s.task_defended_neutral.lo, lo, 1e-12, 0);
+        CHECK_CLOSE(s.task_defended_neutral.hi, hi, 1e-12, 0);
+    }
+    struct sn_detect_summary s = sum(d, "all", 0);
+    CHECK_CLOSE(s.pair_bacc.p, 0.75, 1e-12, 0);
+    /* the last round row is round 2, AUROC included */
+    struct sn_detect_summary l = sum(d, "all", SN_DETECT_LAST), r2 = sum(d, "all", 2);
+    CHECK_CLOSE(l.agent_bacc.p, 1.0, 1e-12, 0);
+    CHECK_CLOSE(l.auroc.p, r2.auroc.p, 1e-12, 0);
+    CHECK_CLOSE(l.auroc.n, 12, 0, 0);
+    /* pooled over rounds */
+    struct sn_detect_summary p = sum(d, "all", SN_DETECT_POOLED);
+    CHECK(p.n_debates == 1 && p.n_units == 3);
+    CHECK_RATE(p.agent_fnr, 2, 6);
+    CHECK_RATE(p.agent_fpr, 0, 9);
+    CHECK_CLOSE(p.agent_bacc.p, 5.0 / 6.0, 1e-12, 0);
+    CHECK_RATE(p.hit, 9, 9);
+    CHECK_RATE(p.task_defended, 2, 3);
+    CHECK_CLOSE(p.task_defended_neutral.p, 5.0 / 6.0, 1e-12, 0);
+    CHECK_CLOSE(p.task_undefended_neutral.p, 2.0 / 3.0, 1e-12, 0);
+    CHECK_CLOSE(p.auroc.n, 36, 0, 0);
+    /* the pooled row's intervals are the bootstrap's (one debate: every resample the same) */
+    CHECK_CLOSE(p.task_defended_neutral.lo, 5.0 / 6.0, 1e-12, 0);
+    CHECK_CLOSE(p.agent_fnr.hi, 2.0 / 6.0, 1e-12, 0);
+    /* the older overall row: the last round's figures with the pooled AUROC */
+    struct sn_detect_summary o = sum(d, "all", SN_DETECT_OVERALL);
+    CHECK_CLOSE(o.agent_bacc.p, 1.0, 1e-12, 0);
+    CHECK_CLOSE(o.auroc.p, p.auroc.p, 1e-12, 0);
+    CHECK(o.auroc.lo == p.auroc.lo && o.auroc.hi == p.auroc.hi);
+    CHECK(o.agent_bacc.lo == l.agent_bacc.lo);
+    /* and the JSON has the four rows */
+    cJSON *j = NULL;
+    struct sn_err err = {0};
+    CHECK(sn_detect_report(d, &j, &err) == SN_OK && j);
+    const cJSON *all = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "groups"), "all");
+    const cJSON *pj = cJSON_GetObjectItem(all, "pooled");
+    CHECK_CLOSE(cJSON_GetNumberValue(cJSON_GetObjectItem(
+                    cJSON_GetObjectItem(pj, "agent_balanced_accuracy"), "p")), 5.0 / 6.0, 1e-12, 0);
+    CHECK_CLOSE(cJSON_GetNumberValue(cJSON_GetObjectItem(
+                    cJSON_GetObjectItem(pj, "task_accuracy_defended_tie_neutral"), "k")), 2.5,
+                1e-12, 0);
+    CHECK_CLOSE(cJSON_GetNumberValue(cJSON_GetObjectItem(
+                    cJSON_GetObjectItem(pj, "round_hit_rate"), "n")), 9, 0, 0);
+    CHECK(cJSON_GetObjectItem(all, "last_round") && cJSON_GetObjectItem(all, "overall"));
+    cJSON_Delete(j);
+    sn_detect_free(d);
+}
+
+/* A ranker that misses: k = 1, rule all, two rounds of HHHAA, gold A.
+**   r0 scores (0.1, 0.9, 0.8, 0.5, 0.6): sentinel 0 (no own message) drops 3, a hit;
+**       sentinels 1 and 2 drop 0, two misses: hit rate 1/3. Agent 0 is held by both other
+**       sentinels: excluded. FPR 1/3, FNR 2/2: balanced 1 - (1/3 + 1)/2 = 1/3. Pairs: honest
+**       flagged 2 of 6, attacker pairs flagged 1 of 6: 1 - (1/3 + 5/6)/2 = 5/12.
+**       Votes: kept . A A B B: a 2-2 split: strict 0, tie-neutral 1/2.
+**   r1 scores (0.9, 0.8, 0.7, 0.6, 0.05): everyone drops 4: hit rate 3/3. Excluded: 0 (2 of
+**       2), 4 (3 of 3); 3 is held by one of three. FPR 1/3, FNR 1/2: 1 - (1/3 + 1/2)/2 = 7/12.
+**       Votes: kept . A A B .: A, 1 under both rules.
+**   pooled hit rate 4/6. */
+static void test_hit_misses(void)
+{
+    static const char *g[2] = {"AAABB", "AAABB"};
+    static const double t[2][8] = {{0.1, 0.9, 0.8, 0.5, 0.6}, {0.9, 0.8, 0.7, 0.6, 0.05}};
+    struct fx f = {.id = "m1", .roles = "HHHAA", .gold = "A", .target = "B", .grid = g, .T = 2};
+    struct script sc = {t, 0};
+    struct sn_detect_ranker r = {"script", rank_script, &sc};
+    struct sn_detect *d = run(&f, 1, &r, 1, SN_DEFENSE_RULE_ALL, 0);
+    if (!d)
+        return;
+    struct sn_detect_summary s = sum(d, "all", 0);
+    CHECK_RATE(s.hit, 1, 3);
+    CHECK_RATE(s.agent_fpr, 1, 3);
+    CHECK_RATE(s.agent_fnr, 2, 2);
+    CHECK_CLOSE(s.agent_bacc.p, 1.0 / 3.0, 1e-12, 0);
+    CHECK_CLOSE(s.pair_bacc.p, 5.0 / 12.0, 1e-12, 0);
+    CHECK_RATE(s.task_defended, 0, 1);
+    CHECK_CLOSE(s.task_defended_neutral.p, 0.5, 1e-12, 0);
+    CHECK(isnan(s.agent_bacc.lo)); /* no bootstrap, no interval */
+    s = sum(d, "all", 1);
+    CHECK_RATE(s.hit, 3, 3);
+    CHECK_CLOSE(s.agent_bacc.p, 7.0 / 12.0, 1e-12, 0);
+    CHECK_CLOSE(s.task_defended_neutral.p, 1.0, 1e-12, 0);
+    s = sum(d, "all", SN_DETECT_POOLED);
+    CHECK_RATE(s.hit, 4, 6);
+    sn_detect_free(d);
+}
+
+/* The vote credit on its own: strict is the recorded panel decision, tie-neutral 1/m. */
+static void test_vote_credit(void)
+{
+    static const struct {
+        const char *v[6];
+        size_t n;
+        const char *gold;
+        double strict, neutral;
+    } c[] = {
+        {{"A", "A", "B", "B"}, 4, "A", 0, 0.5},             /* 2-2 holding gold */
+        {{"A", "B"}, 2, "A", 0, 0.5},                       /* 1-1 */
+        {{"A", "B", "C"}, 3, "C", 0, 1.0 / 3.0},            /* three-way */
+        {{"A", "B", "B", "C", "C"}, 5, "A", 0, 0},          /* gold not among the top */
+        {{"A", "A", "B"}, 3, "A", 1, 1},                    /* a plurality */
+        {{"B", "B", "A"}, 3, "A", 0, 0},
+        {{NULL, "A", NULL, "B", NULL}, 5, "B", 0, 0.5},     /* non-votes do not count */
+        {{NULL, NULL}, 2, "A", 0, 0},                       /* nobody votes */
+        {{"A", "A"}, 2, NULL, 0, 0},                        /* no gold */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        double st = -1, tn = -1;
+        sn_detect_vote_credit(c[i].v, c[i].n, SN_TASK_MC, c[i].gold, &st, &tn);
+        CHECK_MSG(st == c[i].strict && fabs(tn - c[i].neutral) <= 1e-12,
+                  "case %zu: strict %g tie-neutral %g", i, st, tn);
+    }
+    /* numeric answers compare by value */
+    const char *num[4] = {"2", "2.0", "3", "3"};
+    double st, tn;
+    sn_detect_vote_credit(num, 4, SN_TASK_NUMERIC, "2", &st, &tn);
+    CHECK(st == 0 && fabs(tn - 0.5) <= 1e-12);
+}
+
 int main(void)
 {
+    test_balanced_hit_neutral();
+    test_hit_misses();
+    test_vote_credit();
     test_hand_rule_all();
     test_hand_rule_unlisted();
     test_k_large_and_clean();

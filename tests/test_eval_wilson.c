@@ -1,4 +1,5 @@
-/* tests/test_eval_wilson.c: Wilson 95% intervals and the matched-panel arithmetic.
+/* tests/test_eval_wilson.c: Wilson 95% intervals (of a proportion and of a mean in [0, 1]) and
+** the matched-panel arithmetic.
 ** References: Newcombe (1998), "Two-sided confidence intervals for the single proportion",
 ** Stat. Med. 17:857, Table I, method 3 (Wilson score without continuity correction), printed to
 ** 4 decimals; and the published matched-panel check of the heterogeneous-debate paper, §3.1 (89.1 / 35.2 / 90.0). */
@@ -36,6 +37,22 @@ int main(void)
     CHECK_CLOSE(lo + hi, 1.0, 1e-12, 0);
     /* n = 0: undefined */
     sn_wilson(0, 0, &lo, &hi);
+    CHECK(isnan(lo) && isnan(hi));
+
+    /* the interval of a mean (a fractional k, docs/eval.md "Intervals"): equal to sn_wilson for
+    ** an integer k; for 2.5 of 5 (p = 1/2) symmetric about 1/2 with half-width
+    ** z √(1/20 + z²/100) / (1 + z²/5) */
+    for (size_t i = 0; i < sizeof newcombe / sizeof newcombe[0]; i++) {
+        double l1, h1, l2, h2;
+        sn_wilson(newcombe[i].k, newcombe[i].n, &l1, &h1);
+        sn_wilson_mean((double)newcombe[i].k, (double)newcombe[i].n, &l2, &h2);
+        CHECK(l1 == l2 && h1 == h2);
+    }
+    sn_wilson_mean(2.5, 5, &lo, &hi);
+    double z2 = SN_Z95 * SN_Z95, half = SN_Z95 * sqrt(0.05 + z2 / 100.0) / (1.0 + z2 / 5.0);
+    CHECK_CLOSE(lo, 0.5 - half, 1e-12, 0);
+    CHECK_CLOSE(hi, 0.5 + half, 1e-12, 0);
+    sn_wilson_mean(5.5, 5, &lo, &hi); /* k above n */
     CHECK(isnan(lo) && isnan(hi));
 
     /* matched panels, published: B 89.1, H 35.2, A 90.0 -> bonus 53.9, penalty 0.9,

@@ -6,7 +6,9 @@
 **   - demo tokenizer: every golden string of tests/ref/tokenizer_golden.json gives the same
 **     ids both ways, and both equal the golden HF ids; the hash given is reported back.
 **   - the Qwen tokenizer.json when present (as in test_tokenizer_golden.c), else skipped.
-**   - broken arrays: each is refused with a message naming the problem. */
+**   - broken arrays: each is refused with a message naming the problem.
+**   - a vocabulary entry holding U+FFFD (valid UTF-8, EF BF BD) and one holding invalid UTF-8,
+**     in a tokenizer.json and in arrays: two different messages, the entry named and escaped. */
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
 
@@ -146,6 +148,61 @@ static void expect_fail(const struct sn_tokenizer_vocab *v, const char *what, co
     sn_tokenizer_free(t);
 }
 
+/* demo.json with one more model.vocab entry `token` (id 512), written to dir/name; the path
+** goes to out. */
+static void write_with_entry(const char *demo, const char *dir, const char *name,
+                             const char *token, char *out, size_t cap)
+{
+    cJSON *root = NULL;
+    struct sn_err err = {0};
+    CHECK_MSG(sn_json_load(demo, &root, &err) == SN_OK, "%s", err.msg);
+    cJSON *vocab = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "model"), "vocab");
+    cJSON_AddNumberToObject(vocab, token, 512);
+    char *text = cJSON_PrintUnformatted(root);
+    snprintf(out, cap, "%s/%s", dir, name);
+    sn_test_write_file(out, text);
+    cJSON_free(text);
+    cJSON_Delete(root);
+}
+
+/* The tokenizer.json at path is refused; the message holds every needle and not `absent`. */
+static void expect_open_fail(const char *path, const char *const *needles, const char *absent)
+{
+    struct sn_tokenizer *t = NULL;
+    struct sn_err err = {0};
+    int rc = sn_tokenizer_open(path, &t, &err);
+    CHECK_MSG(rc != SN_OK && !t, "%s: rc %d", path, rc);
+    for (; *needles; needles++)
+        CHECK_MSG(strstr(err.msg, *needles), "message '%s', want '%s'", err.msg, *needles);
+    CHECK_MSG(!strstr(err.msg, absent), "message '%s' holds '%s'", err.msg, absent);
+    sn_tokenizer_free(t);
+}
+
+/* U+FFFD is a code point (valid UTF-8) that ByteLevel has no byte for; invalid UTF-8 is no code
+** point at all. Each gets its own message naming the entry and the byte offset. */
+static void test_replacement_char(const char *demo, const char *dir)
+{
+    char path[1200];
+    write_with_entry(demo, dir, "fffd.json", "a\xEF\xBF\xBD" "b", path, sizeof path);
+    const char *fffd[] = {"model.vocab token 512 (\"a\\uFFFDb\")",
+                          "holds the code point U+FFFD (REPLACEMENT CHARACTER) at byte offset 1",
+                          "refused: U+FFFD is not one of the 256 ByteLevel code points", NULL};
+    expect_open_fail(path, fffd, "invalid UTF-8");
+    write_with_entry(demo, dir, "bad_utf8.json", "a\xC3(b", path, sizeof path);
+    const char *bad[] = {"model.vocab token 512 (\"a\\xc3(b\") is not valid UTF-8",
+                         "invalid UTF-8 at byte offset 1 of the token (byte 0xc3)", NULL};
+    expect_open_fail(path, bad, "U+FFFD");
+    /* a long entry is shown by its start and length; the offset is still exact */
+    char longtok[400];
+    memset(longtok, 'q', 300);
+    memcpy(longtok + 300, "\xEF\xBF\xBD", 4);
+    write_with_entry(demo, dir, "fffd_long.json", longtok, path, sizeof path);
+    const char *lng[] = {"model.vocab token 512 (\"qqqq", "...\" (303 bytes))",
+                         "U+FFFD (REPLACEMENT CHARACTER) at byte offset 300", NULL};
+    expect_open_fail(path, lng, "invalid UTF-8");
+}
+
 int main(void)
 {
     char path[2048], demo[1200];
@@ -155,7 +212,9 @@ int main(void)
         return sn_test_done();
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
 
-    snprintf(demo, sizeof demo, "%s/demo.json", sn_test_dir("tokenizer_vocab"));
+    char tdir[1024];
+    snprintf(tdir, sizeof tdir, "%s", sn_test_dir("tokenizer_vocab"));
+    snprintf(demo, sizeof demo, "%s/demo.json", tdir);
     CHECK(sn_tokenizer_write_demo(demo, &err) == SN_OK);
     struct sn_tokenizer *tj = NULL, *ta = NULL;
     struct arrays a;
@@ -220,7 +279,17 @@ int main(void)
         lens[5]++;
         b.token_lens = lens;
         expect_fail(&b, "nul", "token 5 contains a NUL");
+        b.token_lens = NULL;
+        char *k300 = a.tokens[300];
+        a.tokens[300] = "\xEF\xBF\xBD";     /* U+FFFD: a code point, not a byte */
+        expect_fail(&b, "U+FFFD", "token 300 (\"\\uFFFD\") holds the code point U+FFFD "
+                    "(REPLACEMENT CHARACTER) at byte offset 0");
+        a.tokens[300] = "x\xFF";               /* not UTF-8 */
+        expect_fail(&b, "invalid UTF-8", "token 300 (\"x\\xff\") is not valid UTF-8: invalid "
+                    "UTF-8 at byte offset 1 of the token (byte 0xff)");
+        a.tokens[300] = k300;
     }
+    test_replacement_char(demo, tdir);
     arrays_free(&a);
     sn_tokenizer_free(tj);
     tj = NULL;

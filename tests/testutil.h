@@ -98,4 +98,32 @@ struct sn_st_writer;
 ** made. The writer's tensors point into *f: add more, save the writer, then free it and close
 ** *f. */
 struct sn_st_writer *sn_test_st_copy(const char *src, const char *drop, struct sn_st_file **f);
+
+/* A loopback HTTP/1.1 server in the test's own process, for tests of HTTP clients that must not
+** depend on timing: it answers when the test says so, never after a delay. Every POST gets the
+** same OpenAI-style chat completion (content SN_TEST_GATE_REPLY, usage 1 + 2 tokens) once the
+** gate is open. While the gate is closed a POST is held unanswered (SN_TEST_GATE_HOLD: until the
+** gate opens, or the client gives up and closes the connection) or answered 503 "Loading model"
+** (SN_TEST_GATE_BUSY). Every GET answers 200 with a one-model list. Connections are kept alive;
+** one thread serves each. It never ends by itself: sn_test_gate_stop does. */
+#define SN_TEST_GATE_REPLY "held reply. The answer is (A)."
+enum sn_test_gate_mode { SN_TEST_GATE_HOLD, SN_TEST_GATE_BUSY };
+struct sn_test_gate;
+struct sn_test_gate_stats {
+    int hits;        /* POST requests read */
+    int current;     /* POSTs read, neither answered nor given up by their client */
+    int max_current; /* the most at once since the start */
+    int connections; /* connections that carried a POST */
+};
+/* Starts it on 127.0.0.1, a free port, with the gate closed; NULL (said on stderr) on failure. */
+struct sn_test_gate *sn_test_gate_start(enum sn_test_gate_mode mode);
+int  sn_test_gate_port(const struct sn_test_gate *g);
+/* Opens the gate for good: held POSTs are answered at once, later ones on arrival. */
+void sn_test_gate_open(struct sn_test_gate *g);
+struct sn_test_gate_stats sn_test_gate_stats(struct sn_test_gate *g);
+/* Waits until `current` is at least n, for at most limit_s seconds (a bound for a broken client,
+** never met by a working one); whether it got there. */
+int  sn_test_gate_wait_current(struct sn_test_gate *g, int n, double limit_s);
+/* Stops it: held requests and open connections are closed, unanswered. NULL is fine. */
+void sn_test_gate_stop(struct sn_test_gate *g);
 #endif

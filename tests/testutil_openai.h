@@ -54,7 +54,7 @@ static inline int fake_start_loading(struct fake_server *s, const char *dir, dou
         _exit(127);
     }
     s->pid = pid;
-    for (int i = 0; i < 200; i++) { /* up to 10 s */
+    for (int i = 0; i < 1200; i++) { /* up to 60 s: a loaded machine may start python slowly */
         FILE *f = fopen(port_file, "r");
         if (f) {
             int ok = fscanf(f, "%d", &s->port) == 1;
@@ -106,7 +106,7 @@ static inline cJSON *fake_call(const struct fake_server *s, const char *path, in
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fake_sink);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     if (post)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");

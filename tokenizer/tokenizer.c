@@ -987,14 +987,24 @@ void sn_tokenizer_free(struct sn_tokenizer *tok)
     sn_free(tok);
 }
 
+/* Why bytelevel_decode refused a string. Invalid UTF-8 and a code point outside the ByteLevel
+** alphabet are different faults and get different messages (bytelevel_refusal): U+FFFD, the
+** replacement character, is valid UTF-8, and must not read like a decoding error. */
+struct bl_bad {
+    bool     invalid_utf8; /* no code point at all: invalid UTF-8 starts at byte `off` */
+    size_t   off;          /* byte offset of the fault inside the string */
+    uint32_t cp;           /* when !invalid_utf8: the code point at `off` */
+};
+
 /* ByteLevel string s (UTF-8) → raw bytes written at dst (room for strlen(s) bytes); returns
-** the count, or -1 with *bad set to the offending code point. */
-static long bytelevel_decode(const char *s, uint8_t *dst, uint32_t *bad)
+** the count, or -1 with *bad saying what is wrong and where. */
+static long bytelevel_decode(const char *s, uint8_t *dst, struct bl_bad *bad)
 {
     const uint8_t *u = (const uint8_t *)s;
     size_t n = strlen(s), i = 0, o = 0;
-    if (utf8_check(u, n) != n) {
-        *bad = 0xFFFD;
+    size_t k = utf8_check(u, n);
+    if (k != n) {
+        *bad = (struct bl_bad){.invalid_utf8 = true, .off = k, .cp = 0};
         return -1;
     }
     while (i < n) {
@@ -1002,13 +1012,78 @@ static long bytelevel_decode(const char *s, uint8_t *dst, uint32_t *bad)
         uint32_t cp = utf8_next(u + i, &l);
         int b = sn_bytelevel_byte(cp);
         if (b < 0) {
-            *bad = cp;
+            *bad = (struct bl_bad){.invalid_utf8 = false, .off = i, .cp = cp};
             return -1;
         }
         dst[o++] = (uint8_t)b;
         i += l;
     }
     return (long)o;
+}
+
+/* s quoted for an error message, safe in a terminal and inside the message: printable ASCII
+** as is (backslash and quote escaped), other code points as \uXXXX (\UXXXXXXXX above the BMP),
+** bytes that are not UTF-8 as \xNN. A terminal draws U+FFFD and a bad byte as the same glyph;
+** here one reads \uFFFD and the other \xNN. A long text ends in ..." and its size in bytes. */
+static const char *esc_text(const char *s, char *buf, size_t cap)
+{
+    const uint8_t *u = (const uint8_t *)s;
+    size_t n = strlen(s), i = 0, o = 1, room = cap - 24; /* room for ..." (N bytes) */
+    buf[0] = '"';
+    while (i < n) {
+        size_t l = 1;
+        char e[16];
+        if (u[i] >= 0x20 && u[i] < 0x7F) {
+            if (u[i] == '"' || u[i] == '\\')
+                snprintf(e, sizeof e, "\\%c", u[i]);
+            else
+                snprintf(e, sizeof e, "%c", u[i]);
+        } else if (u[i] < 0x80 || utf8_check(u + i, n - i > 4 ? 4 : n - i) == 0) {
+            snprintf(e, sizeof e, "\\x%02x", u[i]);    /* control byte, or not UTF-8 here */
+        } else {
+            uint32_t cp = utf8_next(u + i, &l);
+            snprintf(e, sizeof e, cp > 0xFFFF ? "\\U%08X" : "\\u%04X", (unsigned)cp);
+        }
+        size_t el = strlen(e);
+        if (o + el > room)
+            break;
+        memcpy(buf + o, e, el);
+        o += el;
+        i += l;
+    }
+    if (i < n)
+        snprintf(buf + o, cap - o, "...\" (%zu bytes)", n);
+    else
+        snprintf(buf + o, cap - o, "\"");
+    return buf;
+}
+
+/* The error for a vocabulary string bytelevel_decode refused. what names the entry ("model.vocab
+** token 7", "token 7"). */
+static int bytelevel_refusal(struct sn_err *err, const char *src, const char *what,
+                             const char *s, const struct bl_bad *b)
+{
+    char q[96];
+    esc_text(s, q, sizeof q);
+    if (b->invalid_utf8)
+        return sn_err_set(err, SN_E_FORMAT, "%s: %s (%s) is not valid UTF-8: invalid UTF-8 at "
+                          "byte offset %zu of the token (byte 0x%02x)", src, what, q, b->off,
+                          (unsigned)(uint8_t)s[b->off]);
+    /* U+FFFD is valid UTF-8 but stands for bytes a lossy decoder threw away. ByteLevel writes
+    ** every byte as one of 256 printable code points (docs/formats.md#tokenizerjson, "ByteLevel
+    ** alphabet"); U+FFFD is not one of them, so no byte-level BPE (GPT-2, Qwen2) has it in a
+    ** token and there is no byte this token could decode to: accepting it would mean inventing
+    ** one, and encode could never produce the token anyway. */
+    if (b->cp == 0xFFFD)
+        return sn_err_set(err, SN_E_FORMAT, "%s: %s (%s) holds the code point U+FFFD "
+                          "(REPLACEMENT CHARACTER) at byte offset %zu; refused: U+FFFD is not "
+                          "one of the 256 ByteLevel code points, so it stands for no byte (real "
+                          "byte-level vocabularies never contain it; the file was probably made "
+                          "by a converter that replaced undecodable bytes)", src, what, q,
+                          b->off);
+    return sn_err_set(err, SN_E_UNSUPPORTED, "%s: %s (%s) has U+%04X at byte offset %zu, which "
+                      "is not in the ByteLevel alphabet; only byte-level BPE is supported", src,
+                      what, q, (unsigned)b->cp, b->off);
 }
 
 static int get_id(const cJSON *v, const char *path, const char *what, int32_t *out,
@@ -1266,16 +1341,17 @@ static int load_model(struct sn_tokenizer *tok, const cJSON *root, const char *p
 
     size_t off = 0;
     cJSON_ArrayForEach(x, vocab) {
-        uint32_t bad;
+        struct bl_bad bad;
         get_id(x, path, x->string, &id, err);
         if (tok->tok_len[id] != UINT32_MAX)
             return sn_err_set(err, SN_E_FORMAT, "%s: model.vocab: id %d is given to two tokens",
                               path, (int)id);
         long nb = bytelevel_decode(x->string, (uint8_t *)tok->arena + off, &bad);
-        if (nb < 0)
-            return sn_err_set(err, SN_E_UNSUPPORTED, "%s: model.vocab token \"%s\" (id %d) has "
-                              "U+%04X, which is not in the ByteLevel alphabet; only byte-level "
-                              "BPE is supported", path, x->string, (int)id, (unsigned)bad);
+        if (nb < 0) {
+            char what[48];
+            snprintf(what, sizeof what, "model.vocab token %d", (int)id);
+            return bytelevel_refusal(err, path, what, x->string, &bad);
+        }
         if (nb == 0)
             return sn_err_set(err, SN_E_FORMAT, "%s: model.vocab has an empty token (id %d)",
                               path, (int)id);
@@ -1333,7 +1409,7 @@ static int load_model(struct sn_tokenizer *tok, const cJSON *root, const char *p
                             "[\"a\", \"b\"]", path, rank);
             break;
         }
-        uint32_t bad;
+        struct bl_bad bad;
         long na = bytelevel_decode(a, tmp, &bad);
         int32_t ia = na > 0 ? vocab_find(tok, (char *)tmp, (size_t)na) : -1;
         long nb = na > 0 ? bytelevel_decode(b, tmp + na, &bad) : -1;
@@ -1371,8 +1447,12 @@ static int load_model(struct sn_tokenizer *tok, const cJSON *root, const char *p
             return sn_err_set(err, SN_E_UNSUPPORTED, "%s: added token \"%s\": single_word, "
                               "lstrip and rstrip are not supported", path, c);
         size_t n = strlen(c);
-        if (utf8_check((const uint8_t *)c, n) != n)
-            return sn_err_set(err, SN_E_FORMAT, "%s: added token %d is not UTF-8", path, (int)id);
+        struct bl_bad bad = {.invalid_utf8 = true, .off = utf8_check((const uint8_t *)c, n)};
+        if (bad.off != n) {
+            char what[48];
+            snprintf(what, sizeof what, "added token %d", (int)id);
+            return bytelevel_refusal(err, path, what, c, &bad);
+        }
         for (size_t k = 0; k < j; k++)
             if (tok->added[k].id == id || (tok->added[k].len == n && !memcmp(tok->added[k].text,
                                                                              c, n)))
@@ -1565,15 +1645,16 @@ static int arrays_load(struct sn_tokenizer *tok, const struct sn_tokenizer_vocab
     for (size_t i = 0; i < v->n_tokens && !rc; i++) {
         if ((v->types ? v->types[i] : SN_TOKEN_NORMAL) != SN_TOKEN_NORMAL)
             continue;
-        uint32_t bad;
+        struct bl_bad bad;
         long nb = bytelevel_decode(v->tokens[i], (uint8_t *)tok->arena + off, &bad);
-        if (nb < 0)
-            rc = sn_err_set(err, SN_E_UNSUPPORTED, "%s: token %zu (\"%.40s\") has U+%04X, which "
-                            "is not in the ByteLevel alphabet; only byte-level BPE is supported",
-                            src, i, v->tokens[i], (unsigned)bad);
-        else if (vocab_find(tok, tok->arena + off, (size_t)nb) >= 0)
+        if (nb < 0) {
+            char what[48];
+            snprintf(what, sizeof what, "token %zu", i);
+            rc = bytelevel_refusal(err, src, what, v->tokens[i], &bad);
+        } else if (vocab_find(tok, tok->arena + off, (size_t)nb) >= 0) {
             rc = sn_err_set(err, SN_E_FORMAT, "%s: token %zu (\"%.40s\") appears twice", src, i,
                             v->tokens[i]);
+        }
         if (rc)
             break;
         tok->tok_off[i] = (uint32_t)off;
@@ -1610,7 +1691,7 @@ static int arrays_load(struct sn_tokenizer *tok, const struct sn_tokenizer_vocab
         char *pa = (char *)tmp + 2 * longest + 2; /* the text half, apart from both */
         memcpy(pa, m, la);
         pa[la] = 0;
-        uint32_t bad;
+        struct bl_bad bad;
         long na = bytelevel_decode(pa, tmp, &bad);
         int32_t ia = na > 0 ? vocab_find(tok, (char *)tmp, (size_t)na) : -1;
         memcpy(pa, sp + 1, lb + 1);
@@ -1642,8 +1723,12 @@ static int arrays_load(struct sn_tokenizer *tok, const struct sn_tokenizer_vocab
             continue;
         const char *c = v->tokens[i];
         size_t n = strlen(c);
-        if (utf8_check((const uint8_t *)c, n) != n)
-            return sn_err_set(err, SN_E_FORMAT, "%s: added token %zu is not UTF-8", src, i);
+        struct bl_bad bad = {.invalid_utf8 = true, .off = utf8_check((const uint8_t *)c, n)};
+        if (bad.off != n) {
+            char what[48];
+            snprintf(what, sizeof what, "added token %zu", i);
+            return bytelevel_refusal(err, src, what, c, &bad);
+        }
         tok->added[j].text = sn_strdup(c);
         if (!tok->added[j].text)
             return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", src);

@@ -466,15 +466,20 @@ int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
         sn_sim_run_free(&R);
         return rc;
     }
-    snprintf(rep->traj_path, sizeof rep->traj_path, "%s/trajectories-%dof%d.jsonl.gz",
-             p->out_dir, p->shard_index, p->shard_count);
-    snprintf(rep->errors_path, sizeof rep->errors_path, "%s/errors-%dof%d.jsonl", p->out_dir,
-             p->shard_index, p->shard_count);
     /* one writer per output file: a second `simulate` on the same shard and directory is
     ** refused instead of interleaving records (the lock dies with the process) */
     char lock_path[1100];
-    snprintf(lock_path, sizeof lock_path, "%s/.trajectories-%dof%d.lock", p->out_dir,
-             p->shard_index, p->shard_count);
+    if ((rc = sn_path_fmt(rep->traj_path, sizeof rep->traj_path, err,
+                          "%s/trajectories-%dof%d.jsonl.gz", p->out_dir, p->shard_index,
+                          p->shard_count)) ||
+        (rc = sn_path_fmt(rep->errors_path, sizeof rep->errors_path, err,
+                          "%s/errors-%dof%d.jsonl", p->out_dir, p->shard_index,
+                          p->shard_count)) ||
+        (rc = sn_path_fmt(lock_path, sizeof lock_path, err, "%s/.trajectories-%dof%d.lock",
+                          p->out_dir, p->shard_index, p->shard_count))) {
+        sn_sim_run_free(&R);
+        return rc;
+    }
     int lock_fd = open(lock_path, O_RDWR | O_CREAT, 0644);
     if (lock_fd < 0) {
         rc = sn_err_set(err, SN_E_IO, "%s: %s", lock_path, strerror(errno));
