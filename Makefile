@@ -7,7 +7,7 @@ CMAKE_ARGS ?=
 CTEST_ARGS ?=
 PREFIX     ?= /usr/local
 
-.PHONY: all deps configure build test test-asan bench demo install clean help
+.PHONY: all deps configure build test test-flipped test-asan bench demo install clean help
 
 all: build
 
@@ -15,6 +15,8 @@ help:
 	@echo "make deps       install missing Debian packages (as root) or print the apt-get line"
 	@echo "make            configure and build into $(BUILD)/"
 	@echo "make test       build and run the whole ctest suite"
+	@echo "make test-flipped  the numerics-labelled tests again with the OpenBLAS/ATen"
+	@echo "                variables flipped (scripts/test_flipped.sh)"
 	@echo "make test-asan  the same suite under AddressSanitizer + UBSan ($(BUILD_ASAN)/)"
 	@echo "make bench      build and run every benchmark in bench/"
 	@echo "make demo       the whole pipeline on the built-in default"
@@ -35,6 +37,9 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+test-flipped: build
+	@scripts/test_flipped.sh $(BUILD) $(CTEST_ARGS)
 
 $(BUILD_ASAN)/CMakeCache.txt:
 	@scripts/deps.sh

@@ -33,8 +33,10 @@ struct sn_cli_pair_scorer {
     int  (*score_shared)(void *user, const char *context, const char *const *responses,
                          size_t n, float *out, struct sn_err *err);
     void *user;
+    bool  exact;   /* "%.9g" (the float exactly: runs compare bit for bit) instead of "%.6f" */
 };
-/* Prints one reward per line ("%.6f"), in input order; errors name the file and line. */
+/* Prints one reward per line ("%.6f", or "%.9g" when exact), in input order; errors name the
+** file and line. */
 int sn_cli_score_jsonl(const char *path, const struct sn_cli_pair_scorer *s,
                        struct sn_err *err);
 int sn_cli_score_pair_files(const char *context_file, const char *response_file,

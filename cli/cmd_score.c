@@ -224,7 +224,7 @@ static int run(const char *model_dir, const char *adapter_dir, bool ids_mode, in
             rc = sn_err_set(err, SN_E_ARG, "--max-tokens %ld exceeds the model's "
                             "max_position_embeddings %lld", max_tokens, (long long)max_len);
         struct model_pairs mp = {m, tok, (size_t)(max_tokens > 0 ? max_tokens : max_len), vocab};
-        struct sn_cli_pair_scorer sc = {model_pair, model_shared, &mp};
+        struct sn_cli_pair_scorer sc = {model_pair, model_shared, &mp, false};
         if (!rc)
             rc = cfile ? sn_cli_score_pair_files(cfile, rfile, &sc, err)
                        : sn_cli_score_jsonl(jsonl, &sc, err);

@@ -3,7 +3,7 @@
 ** compiled into both executables; `score` without --detector is the training-side model
 ** (cli/cmd_score.c, in sentinel-torch), which reads (context, response) pairs through the
 ** same readers here (sn_cli_score_jsonl, sn_cli_score_pair_files). Prints one reward per line
-** ("%.6f"). */
+** ("%.6f"; "%.9g" with --exact). */
 #include "cli/cli.h"
 #include "export/export.h"
 #include "tokenizer/tokenizer.h"
@@ -18,6 +18,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: sentinel score --detector D.gguf [--ids | --jsonl FILE |\n"
         "                      --context FILE --response FILE] [--threads N] [--max-tokens N]\n"
+        "                      [--exact]\n"
         "\n"
         "Scores with the runtime detector (a GGUF written by `sentinel export`; pure C +\n"
         "OpenBLAS, no libtorch) and prints one reward per line (%%.6f), in input order.\n"
@@ -33,10 +34,20 @@ static void usage(FILE *f)
         "  --context FILE --response FILE\n"
         "                       one (context, response) pair from two files\n"
         "options:\n"
-        "  --threads N          OpenBLAS threads (default: OpenBLAS's choice)\n"
+        "  --threads N          OpenBLAS threads (default: OPENBLAS_NUM_THREADS, else\n"
+        "                       OMP_NUM_THREADS, else one per CPU). The same GGUF, input and\n"
+        "                       threads give the same bits in every process of one\n"
+        "                       environment (docs/export.md \"Reproducibility\")\n"
+        "  --exact              print rewards with 9 significant digits (%%.9g), the float\n"
+        "                       exactly, to compare runs bit for bit\n"
         "  --max-tokens N       longest sequence (default: the GGUF's sentinel.max_len)\n"
         "  -h, --help           this help\n"
         "Errors name the input line. Exit status: 0 ok, 1 failure, 2 usage error.\n");
+}
+
+static void print_reward(float r, bool exact)
+{
+    printf(exact ? "%.9g\n" : "%.6f\n", r);
 }
 
 static int parse_ids(const char *s, struct sn_ids *out, uint64_t lineno, struct sn_err *err)
@@ -60,7 +71,7 @@ static int parse_ids(const char *s, struct sn_ids *out, uint64_t lineno, struct 
     }
 }
 
-static int score_lines(struct sn_detector *d, bool ids_mode, struct sn_err *err)
+static int score_lines(struct sn_detector *d, bool ids_mode, bool exact, struct sn_err *err)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -89,7 +100,7 @@ static int score_lines(struct sn_detector *d, bool ids_mode, struct sn_err *err)
             if (err->code == SN_E_ARG)  /* a bad input line fails the job; not a usage error */
                 err->code = SN_E_FORMAT;
         } else
-            printf("%.6f\n", r);
+            print_reward(r, exact);
     }
     free(line);
     sn_ids_free(&ids);
@@ -130,7 +141,7 @@ int sn_cli_score_jsonl(const char *path, const struct sn_cli_pair_scorer *sc,
             float s = 0;
             rc = sc->score(sc->user, c->valuestring, r->valuestring, &s, err);
             if (!rc)
-                printf("%.6f\n", s);
+                print_reward(s, sc->exact);
         } else {
             size_t n = (size_t)cJSON_GetArraySize(rs), k = 0;
             resp = sn_calloc(n + 1, sizeof *resp);
@@ -149,7 +160,7 @@ int sn_cli_score_jsonl(const char *path, const struct sn_cli_pair_scorer *sc,
             if (!rc)
                 rc = sc->score_shared(sc->user, c->valuestring, resp, n, scores, err);
             for (size_t i = 0; !rc && i < n; i++)
-                printf("%.6f\n", scores[i]);
+                print_reward(scores[i], sc->exact);
             sn_free(resp);
             sn_free(scores);
             resp = NULL;
@@ -175,7 +186,7 @@ int sn_cli_score_pair_files(const char *context_file, const char *response_file,
     if (!rc)
         rc = sc->score(sc->user, ctx, resp, &s, err);
     if (!rc)
-        printf("%.6f\n", s);
+        print_reward(s, sc->exact);
     sn_free(ctx);
     sn_free(resp);
     return rc;
@@ -200,10 +211,10 @@ int sn_cmd_score_detector(int argc, char **argv)
         {"jsonl", required_argument, NULL, 'j'},     {"context", required_argument, NULL, 'c'},
         {"response", required_argument, NULL, 'r'},  {"threads", required_argument, NULL, 't'},
         {"max-tokens", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"exact", no_argument, NULL, 'x'},            {NULL, 0, NULL, 0},
     };
     const char *det = NULL, *jsonl = NULL, *cfile = NULL, *rfile = NULL;
-    bool ids = false;
+    bool ids = false, exact = false;
     struct sn_detector_params dp = sn_detector_default_params();
     optind = 1;
     opterr = 0;
@@ -219,6 +230,7 @@ int sn_cmd_score_detector(int argc, char **argv)
         case 'j': jsonl = optarg; break;
         case 'c': cfile = optarg; break;
         case 'r': rfile = optarg; break;
+        case 'x': exact = true; break;
         case 't':
         case 'm':
             v = strtol(optarg, &end, 10);
@@ -248,13 +260,13 @@ int sn_cmd_score_detector(int argc, char **argv)
     struct sn_err err = {0};
     struct sn_detector *d = NULL;
     int rc = sn_detector_open(det, &dp, &d, &err);
-    struct sn_cli_pair_scorer sc = {detector_pair, detector_shared, d};
+    struct sn_cli_pair_scorer sc = {detector_pair, detector_shared, d, exact};
     if (!rc && cfile) {
         rc = sn_cli_score_pair_files(cfile, rfile, &sc, &err);
     } else if (!rc && jsonl) {
         rc = sn_cli_score_jsonl(jsonl, &sc, &err);
     } else if (!rc) {
-        rc = score_lines(d, ids, &err);
+        rc = score_lines(d, ids, exact, &err);
     }
     fflush(stdout);
     sn_detector_free(d);

@@ -16,15 +16,21 @@
 ** tokens after a prefix already computed: score_shared runs the prefix the renderings of one
 ** context share once, then each response's own tokens. All scratch is sized once at open from
 ** the hyper-parameters and max_tokens (table in scratch_layout); the forward never allocates. */
+/* sched_getaffinity (the CPUs OpenBLAS would use) and dladdr (which OpenBLAS is called) */
+#define _GNU_SOURCE
 #include "export/export_internal.h"
 
 #include "tokenizer/template.h"
 #include "tokenizer/tokenizer.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <math.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct layer {
     float *attn_norm, *wq, *bq, *wk, *bk, *wv, *bv, *wo; /* wq (E, E), wk/wv (Ekv, E), wo (E, E) */
@@ -33,6 +39,7 @@ struct layer {
 
 struct sn_detector {
     struct sn_qwen2_hparams h;
+    int      n_threads;         /* OpenBLAS threads of every forward (n_threads 0 resolved) */
     int64_t  T;                 /* max tokens per sequence */
     struct sn_tokenizer *tok;
     char    *system;
@@ -54,6 +61,68 @@ struct sn_detector_params sn_detector_default_params(void)
 }
 
 const struct sn_tokenizer *sn_detector_tokenizer(const struct sn_detector *d) { return d->tok; }
+int sn_detector_n_threads(const struct sn_detector *d) { return d->n_threads; }
+
+/* ---- threads (docs/export.md "Reproducibility") --------------------------------------------
+** OpenBLAS's sgemm splits a product among its threads, and with some of its kernels (Haswell's,
+** chosen on AVX2 machines or by OPENBLAS_CORETYPE=Haswell) the split decides which elements go
+** through the micro-kernel's edge paths, which round differently: the same product differs in
+** the last bits between 1 and 2 threads. So the thread count is part of the result, and it is
+** fixed per detector: resolved once at open, applied before each forward, since OpenBLAS keeps
+** one count per process that anything else (another detector) may have changed. */
+
+/* CPUs this process may run on: what OpenBLAS counts for its own default. */
+static int cpus_available(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* n_threads = 0: OpenBLAS's own default rule, read from the environment (never from OpenBLAS's
+** current count, which depends on what the process did before): OPENBLAS_NUM_THREADS, else
+** GOTO_NUM_THREADS, else OMP_NUM_THREADS, else one per available CPU; at most one per CPU. */
+static int default_threads(void)
+{
+    static const char *const vars[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                       "OMP_NUM_THREADS"};
+    int cpus = cpus_available();
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        char *end = NULL;
+        long n = v ? strtol(v, &end, 10) : 0;
+        if (v && end != v && n > 0)
+            return n < cpus ? (int)n : cpus;
+    }
+    return cpus;
+}
+
+static void use_threads(const struct sn_detector *d)
+{
+    if (openblas_get_num_threads() != d->n_threads)
+        openblas_set_num_threads(d->n_threads);
+}
+
+/* The thread count reaches the sgemm that computes only when both functions come from one
+** OpenBLAS: a process can hold two copies (libtorch brings libblas.so.3 beside
+** libopenblas.so.0), and a copy loaded first wins each symbol. */
+static void check_blas_origin(const char *path)
+{
+    union { void (*f)(int); void *p; } set = {openblas_set_num_threads};
+    union { void (*f)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
+                      blasint, blasint, float, const float *, blasint, const float *, blasint,
+                      float, float *, blasint);
+            void *p; } gemm = {cblas_sgemm};
+    Dl_info a, b;
+    if (dladdr(set.p, &a) && dladdr(gemm.p, &b) && a.dli_fname && b.dli_fname &&
+        strcmp(a.dli_fname, b.dli_fname))
+        sn_log(SN_LOG_WARN, "%s: cblas_sgemm comes from %s but openblas_set_num_threads from %s: "
+               "n_threads cannot reach the sgemm, whose own thread count decides the last bits "
+               "of each score (docs/export.md \"Reproducibility\")", path, b.dli_fname,
+               a.dli_fname);
+}
 int sn_detector_n_embd(const struct sn_detector *d) { return (int)d->h.n_embd; }
 
 void sn_detector_free(struct sn_detector *d)
@@ -193,6 +262,9 @@ int sn_detector_open(const char *path, const struct sn_detector_params *p,
 {
     *out = NULL;
     struct sn_detector_params dp = p ? *p : sn_detector_default_params();
+    if (dp.n_threads < 0 || dp.n_threads > SN_DETECTOR_MAX_THREADS)
+        return sn_err_set(err, SN_E_ARG, "detector: n_threads %d outside [0, %d] (0 = "
+                          "OpenBLAS's default rule)", dp.n_threads, SN_DETECTOR_MAX_THREADS);
     struct sn_gguf *g = NULL;
     int rc = sn_gguf_open(path, &g, err);
     if (rc)
@@ -286,8 +358,10 @@ int sn_detector_open(const char *path, const struct sn_detector_params *p,
     }
     if ((rc = scratch_layout(d, err)))
         goto fail;
-    if (dp.n_threads > 0)
-        openblas_set_num_threads(dp.n_threads);
+    d->n_threads = dp.n_threads > 0 ? dp.n_threads : default_threads();
+    use_threads(d);
+    d->n_threads = openblas_get_num_threads();  /* what OpenBLAS took (it caps the count) */
+    check_blas_origin(path);
     sn_gguf_close(g);
     *out = d;
     return SN_OK;
@@ -441,6 +515,7 @@ int sn_detector_score_ids(struct sn_detector *d, const int32_t *ids, size_t n, f
     int rc = check_ids(d, ids, n, err);
     if (rc)
         return rc;
+    use_threads(d);
     forward(d, ids, (int64_t)n, 0, d->hid);
     *score = head_dot(d, d->hid);
     if (hidden)
@@ -509,6 +584,7 @@ int sn_detector_score_shared(struct sn_detector *d, const char *context,
         }
     }
     if (!rc) {
+        use_threads(d);
         if (prefix > 0)
             forward(d, all[0].v, (int64_t)prefix, 0, NULL);
         for (size_t i = 0; i < n; i++) {

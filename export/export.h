@@ -184,8 +184,15 @@ int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct s
 struct sn_detector;
 struct sn_tokenizer;
 
+/* Reproducibility (docs/export.md "Reproducibility"): the same GGUF, input and thread count
+** give the same bits in every process of one environment. n_threads = 0 is resolved at open by
+** OpenBLAS's default rule from the environment: OPENBLAS_NUM_THREADS, else GOTO_NUM_THREADS,
+** else OMP_NUM_THREADS, else one per CPU the process may run on (at most one per CPU). The
+** count is applied to OpenBLAS, which keeps one per process, before each forward: detectors
+** with different counts may be used in turn, not at the same time from two threads. */
+#define SN_DETECTOR_MAX_THREADS 1024
 struct sn_detector_params {
-    int  n_threads;   /* OpenBLAS threads; 0 = leave OpenBLAS's setting */
+    int  n_threads;   /* OpenBLAS threads, 0..SN_DETECTOR_MAX_THREADS; 0 = the default rule */
     int  max_tokens;  /* longest sequence scored; 0 = the file's sentinel.max_len */
     int  max_batch;   /* responses per shared-context call; 0 = 8 */
 };
@@ -201,6 +208,8 @@ int  sn_gguf_open_tokenizer(const char *gguf_path, struct sn_tokenizer **out,
 /* The tokenizer stored in the file (borrowed until sn_detector_free). */
 const struct sn_tokenizer *sn_detector_tokenizer(const struct sn_detector *d);
 int  sn_detector_n_embd(const struct sn_detector *d);
+/* The OpenBLAS thread count every forward of d runs with (n_threads = 0 resolved). */
+int  sn_detector_n_threads(const struct sn_detector *d);
 
 /* Reward of one token sequence (the head on the last token's final-norm state). hidden, if
 ** not NULL, receives that state (n_embd floats). n must be in [1, max_tokens]. */

@@ -3,7 +3,8 @@
 ** libsentinel_detector.so (without libtorch among its dependencies), export/export.h and
 ** sentinel-detector.pc there; the C example in docs/export.md, cut out of the page as it is,
 ** compiles with -std=c11 -Wall -Wextra -Werror and the flags pkg-config gives, runs on a tiny
-** exported detector and prints the reward the library computes in this process. */
+** exported detector and prints, bit for bit, the reward the library computes in this process
+** and `sentinel score --exact` in a third (the same n_threads in all three). */
 #include "testutil.h"
 #include "export/export.h"
 #include "tests/testutil_qwen2.h"
@@ -66,7 +67,8 @@ int main(void)
                          "-o '%s'", dir, cc, pcdir, ex) == 0,
               "the example does not compile against the installed library");
 
-    /* 3. it scores a tiny detector as the library does here */
+    /* 3. it scores a tiny detector with the same bits as the library here and the CLI, each
+    **    with the example's n_threads = 1 (docs/export.md "Reproducibility") */
     struct sn_test_qwen2 c = {64, 2, 4, 2, 128, SN_TOKENIZER_DEMO_VOCAB, 1024, 1e6, 0.15, 3,
                               NULL};
     OK(sn_test_qwen2_write(&c, mdir, NULL, &E));
@@ -78,7 +80,9 @@ int main(void)
     const char *resp = "It is (B) 84: 10 * 7 + 2 * 7.";
     float want = 0;
     struct sn_detector *d = NULL;
-    OK(sn_detector_open(gguf, NULL, &d, &E));
+    struct sn_detector_params dp = sn_detector_default_params();
+    dp.n_threads = 1;
+    OK(sn_detector_open(gguf, &dp, &d, &E));
     if (d)
         OK(sn_detector_score(d, ctx, resp, &want, &E));
     sn_detector_free(d);
@@ -88,8 +92,22 @@ int main(void)
     int n = sn_test_read_floats(sn_test_path(dir, "out.txt"), got, 2);
     CHECK(n == 1);
     if (n == 1) {
-        printf("installed example: %.6f, library in this process: %.6f\n", got[0], want);
-        CHECK_CLOSE(got[0], want, 1e-6, 0);   /* printed with %.6f */
+        printf("installed example: %.9g, library in this process: %.9g\n", got[0], want);
+        CHECK_MSG(got[0] == want, "installed example %.9g, this process %.9g: not the same bits",
+                  got[0], want);
+    }
+    {
+        char pair[1100];
+        snprintf(pair, sizeof pair, "%s/pair.jsonl", dir);
+        sn_test_write_file(pair, "{\"context\": \"Question: what is 12 * 7? Options: (A) 74 (B) "
+                                 "84\", \"response\": \"It is (B) 84: 10 * 7 + 2 * 7.\"}\n");
+        CHECK(sn_test_sh("'%s' score --detector '%s' --jsonl '%s' --threads 1 --exact > "
+                         "'%s/cli.txt'", sn_test_bin(), gguf, pair, dir) == 0);
+        n = sn_test_read_floats(sn_test_path(dir, "cli.txt"), got, 2);
+        CHECK(n == 1);
+        if (n == 1)
+            CHECK_MSG(got[0] == want, "sentinel score --threads 1: %.9g, this process %.9g: "
+                      "not the same bits", got[0], want);
     }
     /* and it reports a bad file as the library does */
     CHECK(sn_test_sh("LD_LIBRARY_PATH='%s' '%s' '%s/score.c' a b 2> '%s/err.txt'", libdir, ex,
