@@ -1,7 +1,7 @@
 /* export/export.c: a Hugging Face Qwen2 directory (+ an optional PEFT LoRA adapter) -> a qwen2
 ** GGUF that stock llama.cpp loads and our detector reads (export.h; docs/formats.md#gguf).
 **
-** Names follow llama.cpp's qwen2 loader (src/models/qwen2.cpp, gguf-py tensor_mapping.py):
+** Names follow llama.cpp's qwen2 loader (docs/formats.md#gguf):
 **   model.embed_tokens.weight                      -> token_embd.weight
 **   model.layers.{i}.input_layernorm.weight        -> blk.{i}.attn_norm.weight
 **   model.layers.{i}.self_attn.{q,k,v}_proj.weight -> blk.{i}.attn_{q,k,v}.weight (+ .bias)
@@ -941,8 +941,7 @@ static int st_data(struct out_bufs *bufs, const float *f, size_t n, enum sn_st_d
     return SN_OK;
 }
 
-/* llama.cpp's adapter convention (src/llama-adapter.cpp in v0.5.0;
-** docs/formats.md#gguf-lora-adapter): `<base tensor>.lora_a` ne {n_in, r} holds PEFT's A [r, in] as is, `.lora_b` ne
+/* llama.cpp's adapter convention (docs/formats.md#gguf-lora-adapter): `<base tensor>.lora_a` ne {n_in, r} holds PEFT's A [r, in] as is, `.lora_b` ne
 ** {r, n_out} holds B [out, r] as is, and llama.cpp adds user_scale · alpha / r · B (A x) with
 ** r = lora_b.ne[0]. PEFT's rsLoRA scale alpha / sqrt(r) is folded in: alpha' = alpha · sqrt(r).
 **

@@ -6,7 +6,8 @@
 ** offset); padding to general.alignment (u32, default 32); the data section. A string is a
 ** u64 length and that many bytes; an array is u32 element type, u64 count, elements.
 **
-** The reader is at least as strict as ggml's gguf.cpp after its 2025-2026 advisories, and
+** The reader is at least as strict as ggml's own GGUF reader after its 2025-2026 advisories
+** (docs/formats.md#gguf), and
 ** stricter where a detector has no use for the freedom (caps below): every read is checked
 ** against the bytes left, counts are bounded by what those bytes could hold before anything is
 ** allocated, sizes go through overflow-checked arithmetic, keys and tensor names are unique,
@@ -625,7 +626,7 @@ int sn_qwen2_hparams_read(const struct sn_gguf *g, struct sn_qwen2_hparams *h,
 
 /* general.type = "adapter": adapter.type must be "lora", adapter.lora.alpha (if present) a
 ** finite f32, and every tensor `<base name>.lora_a` {n_in, r} paired with `<base name>.lora_b`
-** {r, n_out} of the same r (llama.cpp's src/llama-adapter.cpp refuses anything else). The base
+** {r, n_out} of the same r (llama.cpp refuses anything else: docs/formats.md#gguf-lora-adapter). The base
 ** shapes are not in the file: llama.cpp checks them against the base model when it applies the
 ** adapter, and so does our test. */
 static int adapter_check(struct sn_gguf *g, struct sn_err *err)

@@ -1,5 +1,5 @@
 /* lora/lora.h: LoRA linear layers (Hu et al. 2021, arXiv:2106.09685) over aten/ tensors, with
-** PEFT's conventions (peft src/peft/tuners/lora/layer.py; docs/formats.md#adapter-checkpoint):
+** PEFT's conventions (docs/formats.md "Adapter checkpoint"):
 **
 **   y = x Wᵀ + b + scale · (dropout(x) Aᵀ) Bᵀ,   A (r, in), B (out, r), scale = alpha / r
 **   (rank-stabilized LoRA, PEFT's use_rslora: scale = alpha / √r)

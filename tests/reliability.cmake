@@ -1,5 +1,5 @@
 # tests/reliability.cmake: the failure-injection shim for full-disk tests (tests/shim/enospc.c,
-# loaded with LD_PRELOAD by tests/test_data_enospc.c through $SENTINEL_ENOSPC_SHIM).
+# loaded with LD_PRELOAD by tests/reliability_cli.sh, which gets its path as its argument).
 add_library(sn_enospc SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shim/enospc.c)
 target_link_libraries(sn_enospc PRIVATE ${CMAKE_DL_LIBS})
 # The shim must not carry the sanitizer runtime: LD_PRELOAD'ed before it, ASan refuses to start.

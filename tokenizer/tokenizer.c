@@ -1,7 +1,7 @@
 /* tokenizer/tokenizer.c: byte-level BPE from a Hugging Face tokenizer.json (tokenizer.h).
 **
-** The pipeline follows HF tokenizers (tokenizers/src/tokenizer/mod.rs, encode with
-** add_special_tokens = false):
+** The pipeline follows HF tokenizers' encode with add_special_tokens = false
+** (docs/formats.md#tokenizerjson):
 **   1. the text is checked to be UTF-8 (first bad byte offset reported);
 **   2. added tokens (special or not) are cut out of the raw text, leftmost match first and
 **      the longest one at that position (HF's AddedVocabulary uses Aho-Corasick LeftmostLongest);

@@ -1,5 +1,5 @@
 /* data/import/collab_attack.c: the Collaboration-attack log reader (Amayuelas et al.,
-** "MultiAgent Collaboration Attack", multiagent_debate/results/, JSON Lines). One source line ->
+** "MultiAgent Collaboration Attack", its published results, JSON Lines; docs/collab-attack.md). One source line ->
 ** one trajectory; the mapping (locating dataset/experiment/replicate from the path, roles,
 ** target, models, answers by the source's own rule, the source's vote) is in docs/formats.md
 ** "Imported trajectories". */
