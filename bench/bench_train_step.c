@@ -1,9 +1,9 @@
 /* bench/bench_train_step.c: steady-state cost of one full training step of `sentinel train`
-** (train/trainer.c: batch assembly, forward and backward of chosen/rejected/reference
-** sequences, loss, gradient clipping, AdamW in two groups), on shards of random token
-** sequences written here. Prints key=value lines: tokens/s (processed tokens: padding
-** excluded, a shared prefix counted once), tuples/s, step time, data wait as a fraction of
-** the step, peak RSS.
+** (train/trainer_batches.c, trainer_step.c, trainer_optim.c: batch assembly, forward and
+** backward of chosen/rejected/reference sequences, loss, gradient clipping, AdamW in two
+** groups), on shards of random token sequences written here. Prints key=value lines: tokens/s
+** (processed tokens: padding excluded, a shared prefix counted once), tuples/s, step time,
+** data wait as a fraction of the step, peak RSS.
 **
 **   bench_train_step [--config tiny|small|100m] [--seq N] [--batch B] [--steps N] [--warmup N]
 **                    [--ckpt 0|1] [--mode full|lora] [--threads N]

@@ -1,7 +1,7 @@
 /* cli/cmd_train.c: `sentinel train` (docs/design.md §1): the recipe's `train` section plus
-** command-line overrides into train/trainer.c. Keys, defaults and the output directory:
-** docs/train.md. SIGINT/SIGTERM ask the trainer to write a checkpoint and stop (a second one
-** kills). */
+** command-line overrides into the trainer (train/train.h). Keys, defaults and the output
+** directory: docs/train.md. SIGINT/SIGTERM ask the trainer to write a checkpoint and stop (a
+** second one kills). */
 #include "cli/cli.h"
 #include "train/train.h"
 
@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -176,9 +177,15 @@ static int launch(int nproc, int argc, char **argv)
     return status;
 }
 
+/* The trainer a SIGINT or SIGTERM asks to stop, set while sn_trainer_run runs: the command
+** owns its signal state (the library keeps none). A lock-free atomic pointer: besides a
+** volatile sig_atomic_t, the only kind of static object C lets a signal handler read. */
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "the signal handler needs a lock-free pointer");
+static _Atomic(struct sn_trainer *) running;
+
 static void on_signal(int sig)
 {
-    sn_train_request_stop();
+    sn_trainer_request_stop(atomic_load(&running));
     signal(sig, SIG_DFL); /* a second one kills */
 }
 
@@ -320,12 +327,14 @@ int sn_cmd_train(int argc, char **argv)
         status = err.code == SN_E_UNSUPPORTED ? sn_cli_unavailable("train", err.msg)
                                               : sn_cli_fail("train", &err);
     if (!status) {
+        atomic_store(&running, t);
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
         if (sn_trainer_run(t, &err))
             status = sn_cli_fail("train", &err);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        atomic_store(&running, NULL);
     }
     if (!status)
         printf("trained %lld steps into %s\n", (long long)sn_trainer_step(t), out);

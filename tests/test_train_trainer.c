@@ -1,4 +1,4 @@
-/* tests/test_train_trainer.c: the trainer (train/trainer.c) on small shard sets written here
+/* tests/test_train_trainer.c: the trainer (train/trainer*.c) on small shard sets written here
 ** with random token sequences:
 **   - learning-rate schedules against the closed forms written out independently;
 **   - weight decay: with zero gradients one AdamW step multiplies decayed weights by exactly

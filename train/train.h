@@ -241,7 +241,7 @@ void sn_adamw_free(struct sn_adamw *o); /* NULL is fine */
 ** sn_adamw_state). */
 void sn_adamw_set_step_count(struct sn_adamw *o, int64_t t);
 
-/* ---- the trainer (train/trainer.c; docs/train.md, checkpoint layout docs/formats.md) ------- */
+/* ---- the trainer (train/trainer*.c; docs/train.md, checkpoint layout docs/formats.md) ------ */
 
 /* A small seeded-init config: 4 layers, hidden 256, 8 heads, 4 KV heads, intermediate 768. */
 struct sn_model_config sn_model_config_small(int64_t vocab_size);
@@ -345,7 +345,7 @@ struct sn_trainer;
 ** deleting earlier checkpoints and metrics). */
 int  sn_trainer_open(const struct sn_train_params *p, const char *shards, const char *out,
                      bool restart, struct sn_trainer **t, struct sn_err *err);
-/* Trains to the end (or until sn_train_request_stop: then SN_E_CANCELLED after writing a
+/* Trains to the end (or until sn_trainer_request_stop: then SN_E_CANCELLED after writing a
 ** checkpoint). Writes metrics.jsonl, checkpoints, final_metrics.json. */
 int  sn_trainer_run(struct sn_trainer *t, struct sn_err *err);
 /* Forward + backward of the next optimizer step's micro-batches (gradients accumulate in the
@@ -364,8 +364,12 @@ struct sn_model *sn_trainer_model(struct sn_trainer *t);     /* borrowed */
 void sn_trainer_params(struct sn_trainer *t, const struct sn_param **p, const bool **decay,
                        size_t *n);
 void sn_trainer_free(struct sn_trainer *t); /* NULL is fine */
-/* Async-signal-safe: asks a running sn_trainer_run to checkpoint and stop after this step. */
-void sn_train_request_stop(void);
+/* Asks t's running sn_trainer_run to checkpoint and stop after the current step (with several
+** ranks, after the first step whose all-reduce carries the request, so that they agree on
+** it). Async-signal-safe: it only stores to a flag of t, so a signal handler may call it on a
+** trainer its program keeps in a static pointer; NULL is fine. The flag is t's alone: no
+** other trainer, and no later one, sees it. */
+void sn_trainer_request_stop(struct sn_trainer *t);
 /* Whether a weight (HF name, e.g. "model.layers.0.input_layernorm.weight") decays by default:
 ** false for biases, norm weights and the head (score.weight), true otherwise. */
 bool sn_train_default_decay(const char *name);

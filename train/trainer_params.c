@@ -1,0 +1,274 @@
+/* train/trainer_params.c: the recipe's `train` section into struct sn_train_params: defaults,
+** the known keys, each value's type and range, the enums named by strings (mode, schedule,
+** dtype, batching) and the `lora` subsection. Keys and defaults: docs/train.md. */
+#include "train/trainer_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+struct sn_train_params sn_train_default_params(void)
+{
+    struct sn_train_params p;
+    memset(&p, 0, sizeof p);
+    p.base = "tiny";
+    p.mode = SN_TRAIN_MODE_DEFAULT;
+    p.lora = sn_lora_default_config();
+    p.lora.r = 64;          /* paper (docs/design.md §4) */
+    p.lora.alpha = 128;
+    p.lora.dropout = 0.05;
+    p.lora.targets = SN_LORA_ALL_TARGETS;
+    p.adamw = sn_adamw_default_params();
+    p.adamw.weight_decay = 0.0; /* transformers' TrainingArguments default */
+    p.sched.kind = SN_LR_COSINE;
+    p.sched.lr = 0.0;       /* 0 = by mode: 5e-6 (lora, the paper) or 1e-3 (full) */
+    p.sched.warmup_steps = -1; /* -1 = min(1000, 10% of the steps) */
+    p.epochs = 5;
+    p.micro_batch = 8;
+    p.grad_accum = 2;
+    p.max_grad_norm = 1.0;
+    p.alpha = 1.0;
+    p.seed = 42;
+    p.dtype = SN_DTYPE_F32;
+    p.device = "cpu";
+    p.eval_every = 100;
+    p.eval_batch = 16;
+    p.save_every = 100;
+    p.keep_last = 3;
+    p.log_every = 1;
+    p.best_metric = "eval_accuracy";
+    p.best_greater = true;
+    return p;
+}
+
+static const char *const train_keys[] = {
+    "base", "mode", "lora", "lr", "beta1", "beta2", "eps", "weight_decay", "weight_decay_all",
+    "schedule", "warmup_steps", "warmup_ratio", "min_lr_ratio", "epochs", "max_steps",
+    "micro_batch", "grad_accum", "max_grad_norm", "alpha", "center_rewards", "seed", "dtype",
+    "grad_checkpoint", "device", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
+    "log_every", "best_metric", "tokenizer", "init_adapter", "shards", "out", "batching",
+    "length_bucketing", NULL};
+static const char *const lora_keys[] = {"r", "alpha", "dropout", "target_modules", NULL};
+static const char *const sched_names[SN_LR_KIND_COUNT] = {"constant", "linear", "cosine"};
+static const char *const batching_names[] = {"padded", "packed", "shared_prefix"};
+_Static_assert(sizeof batching_names / sizeof batching_names[0] == SN_BATCH_COUNT,
+               "batching names out of sync");
+
+const char *sn_train_sched_name(enum sn_lr_kind k)
+{
+    return (unsigned)k < SN_LR_KIND_COUNT ? sched_names[k] : "?";
+}
+
+const char *sn_batching_name(enum sn_batching b)
+{
+    return (unsigned)b < SN_BATCH_COUNT ? batching_names[b] : "?";
+}
+
+static int get_pos(const cJSON *sec, const char *key, int64_t min, int64_t *v,
+                   struct sn_err *err)
+{
+    int rc = sn_json_get_int(sec, "train", key, *v, v, err);
+    if (!rc && *v < min)
+        rc = sn_err_set(err, SN_E_ARG, "recipe: train.%s = %" PRId64 " (expected >= %" PRId64
+                        ")", key, *v, min);
+    return rc;
+}
+
+
+/* The values read as strings or through a wider type, before they are decoded and checked. */
+struct train_raw {
+    const char *mode, *sched, *dtype, *batching;
+    int64_t     seed, threads;
+};
+
+/* Reads every scalar key of the section (absent = the value already in p). */
+static int read_scalars(const cJSON *sec, struct sn_train_params *p, struct train_raw *w,
+                        struct sn_err *err)
+{
+    int rc;
+    if ((rc = sn_json_get_string(sec, "train", "base", p->base, &p->base, err)) ||
+        (rc = sn_json_get_string(sec, "train", "mode", NULL, &w->mode, err)) ||
+        (rc = sn_json_get_double(sec, "train", "lr", p->sched.lr, &p->sched.lr, err)) ||
+        (rc = sn_json_get_double(sec, "train", "beta1", p->adamw.beta1, &p->adamw.beta1, err)) ||
+        (rc = sn_json_get_double(sec, "train", "beta2", p->adamw.beta2, &p->adamw.beta2, err)) ||
+        (rc = sn_json_get_double(sec, "train", "eps", p->adamw.eps, &p->adamw.eps, err)) ||
+        (rc = sn_json_get_double(sec, "train", "weight_decay", p->adamw.weight_decay,
+                                 &p->adamw.weight_decay, err)) ||
+        (rc = sn_json_get_bool(sec, "train", "weight_decay_all", p->decay_all, &p->decay_all,
+                               err)) ||
+        (rc = sn_json_get_string(sec, "train", "schedule", w->sched, &w->sched, err)) ||
+        (rc = sn_json_get_int(sec, "train", "warmup_steps", p->sched.warmup_steps,
+                              &p->sched.warmup_steps, err)) ||
+        (rc = sn_json_get_double(sec, "train", "warmup_ratio", p->warmup_ratio,
+                                 &p->warmup_ratio, err)) ||
+        (rc = sn_json_get_double(sec, "train", "min_lr_ratio", p->sched.min_ratio,
+                                 &p->sched.min_ratio, err)) ||
+        (rc = get_pos(sec, "epochs", 1, &p->epochs, err)) ||
+        (rc = get_pos(sec, "max_steps", 0, &p->max_steps, err)) ||
+        (rc = get_pos(sec, "micro_batch", 1, &p->micro_batch, err)) ||
+        (rc = get_pos(sec, "grad_accum", 1, &p->grad_accum, err)) ||
+        (rc = sn_json_get_double(sec, "train", "max_grad_norm", p->max_grad_norm,
+                                 &p->max_grad_norm, err)) ||
+        (rc = sn_json_get_double(sec, "train", "alpha", p->alpha, &p->alpha, err)) ||
+        (rc = sn_json_get_double(sec, "train", "center_rewards", p->center_rewards,
+                                 &p->center_rewards, err)) ||
+        (rc = sn_json_get_int(sec, "train", "seed", w->seed, &w->seed, err)) ||
+        (rc = sn_json_get_string(sec, "train", "dtype", NULL, &w->dtype, err)) ||
+        (rc = sn_json_get_bool(sec, "train", "grad_checkpoint", p->grad_checkpoint,
+                               &p->grad_checkpoint, err)) ||
+        (rc = sn_json_get_string(sec, "train", "device", p->device, &p->device, err)) ||
+        (rc = get_pos(sec, "threads", 0, &w->threads, err)) ||
+        (rc = get_pos(sec, "eval_every", 0, &p->eval_every, err)) ||
+        (rc = get_pos(sec, "eval_batch", 1, &p->eval_batch, err)) ||
+        (p->eval_batch > 1024 &&
+         (rc = sn_err_set(err, SN_E_ARG, "recipe: train.eval_batch = %" PRId64 " (at most "
+                          "1024)", p->eval_batch))) ||
+        (rc = get_pos(sec, "save_every", 0, &p->save_every, err)) ||
+        (rc = get_pos(sec, "keep_last", 0, &p->keep_last, err)) ||
+        (rc = get_pos(sec, "log_every", 1, &p->log_every, err)) ||
+        (rc = sn_json_get_string(sec, "train", "best_metric", p->best_metric, &p->best_metric,
+                                 err)) ||
+        (rc = sn_json_get_string(sec, "train", "tokenizer", p->tokenizer, &p->tokenizer, err)) ||
+        (rc = sn_json_get_string(sec, "train", "init_adapter", p->init_adapter,
+                                 &p->init_adapter, err)) ||
+        (rc = sn_json_get_string(sec, "train", "batching", w->batching, &w->batching, err)) ||
+        (rc = sn_json_get_bool(sec, "train", "length_bucketing", p->length_bucketing,
+                               &p->length_bucketing, err)))
+        return rc;
+    return SN_OK;
+}
+
+/* train.batching by name; an unknown name gets the nearest one suggested. */
+static int parse_batching(const char *batching, enum sn_batching *out, struct sn_err *err)
+{
+    int b, best = 0;
+    size_t best_d = (size_t)-1;
+    for (b = 0; b < SN_BATCH_COUNT && strcmp(batching, batching_names[b]); b++) {
+        size_t d = sn_edit_distance(batching, batching_names[b]);
+        if (d < best_d) {
+            best_d = d;
+            best = b;
+        }
+    }
+    if (b == SN_BATCH_COUNT)
+        return sn_err_set(err, SN_E_ARG, "recipe: train.batching = \"%s\" (did you mean "
+                          "\"%s\"? expected padded, packed or shared_prefix)", batching,
+                          batching_names[best]);
+    *out = (enum sn_batching)b;
+    return SN_OK;
+}
+
+/* train.mode, train.schedule and train.dtype by name. */
+static int parse_names(const struct train_raw *w, struct sn_train_params *p, struct sn_err *err)
+{
+    if (w->mode) {
+        if (!strcmp(w->mode, "full"))
+            p->mode = SN_TRAIN_FULL;
+        else if (!strcmp(w->mode, "lora"))
+            p->mode = SN_TRAIN_LORA;
+        else
+            return sn_err_set(err, SN_E_ARG, "recipe: train.mode = \"%s\" (expected \"full\" or "
+                              "\"lora\")", w->mode);
+    }
+    int k;
+    for (k = 0; k < SN_LR_KIND_COUNT && strcmp(w->sched, sched_names[k]); k++)
+        ;
+    if (k == SN_LR_KIND_COUNT)
+        return sn_err_set(err, SN_E_ARG, "recipe: train.schedule = \"%s\" (expected constant, "
+                          "linear or cosine)", w->sched);
+    p->sched.kind = (enum sn_lr_kind)k;
+    if (w->dtype) {
+        if (!strcmp(w->dtype, "float32") || !strcmp(w->dtype, "f32"))
+            p->dtype = SN_DTYPE_F32;
+        else if (!strcmp(w->dtype, "float64") || !strcmp(w->dtype, "f64"))
+            p->dtype = SN_DTYPE_F64;
+        else if (!strcmp(w->dtype, "bfloat16") || !strcmp(w->dtype, "bf16"))
+            p->dtype = SN_DTYPE_BF16;
+        else
+            return sn_err_set(err, SN_E_ARG, "recipe: train.dtype = \"%s\" (expected float32, "
+                              "bfloat16 or float64)", w->dtype);
+    }
+    return SN_OK;
+}
+
+/* The ranges the JSON readers do not check. */
+static int check_ranges(const struct sn_train_params *p, struct sn_err *err)
+{
+    if (!(p->sched.min_ratio >= 0.0 && p->sched.min_ratio <= 1.0))
+        return sn_err_set(err, SN_E_ARG, "recipe: train.min_lr_ratio = %g (expected 0..1)",
+                          p->sched.min_ratio);
+    if (!(p->warmup_ratio >= 0.0 && p->warmup_ratio < 1.0))
+        return sn_err_set(err, SN_E_ARG, "recipe: train.warmup_ratio = %g (expected [0, 1))",
+                          p->warmup_ratio);
+    if (!(p->alpha >= 0.0) || !(p->center_rewards >= 0.0) || !(p->sched.lr >= 0.0))
+        return sn_err_set(err, SN_E_ARG, "recipe: train.alpha, train.center_rewards and "
+                          "train.lr must be >= 0");
+    return SN_OK;
+}
+
+/* train.lora (an object, lo) into p->lora. */
+static int read_lora(const cJSON *lo, struct sn_train_params *p, struct sn_err *err)
+{
+    int rc;
+    if (!cJSON_IsObject(lo))
+        return sn_err_set(err, SN_E_ARG, "recipe: 'train.lora' must be an object");
+    if ((rc = sn_recipe_check_keys(lo, "train.lora", lora_keys, err)))
+        return rc;
+    int64_t r = p->lora.r;
+    if ((rc = sn_json_get_int(lo, "train.lora", "r", r, &r, err)) ||
+        (rc = sn_json_get_double(lo, "train.lora", "alpha", p->lora.alpha, &p->lora.alpha,
+                                 err)) ||
+        (rc = sn_json_get_double(lo, "train.lora", "dropout", p->lora.dropout,
+                                 &p->lora.dropout, err)))
+        return rc;
+    if (r < 1 || r > 65536)
+        return sn_err_set(err, SN_E_ARG, "recipe: train.lora.r = %" PRId64 " (expected "
+                          "1..65536)", r);
+    p->lora.r = (int)r;
+    const cJSON *tm = cJSON_GetObjectItemCaseSensitive(lo, "target_modules");
+    if (tm) {
+        if (!cJSON_IsArray(tm) || !cJSON_GetArraySize(tm))
+            return sn_err_set(err, SN_E_ARG, "recipe: train.lora.target_modules: expected "
+                              "a non-empty list such as [\"q_proj\", \"v_proj\"]");
+        p->lora.targets = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, tm) {
+            enum sn_lora_target t;
+            if (!cJSON_IsString(e) || !sn_lora_target_parse(e->valuestring, &t))
+                return sn_err_set(err, SN_E_ARG, "recipe: train.lora.target_modules: '%s' "
+                                  "is not one of q_proj, k_proj, v_proj, o_proj, gate_proj, "
+                                  "up_proj, down_proj",
+                                  cJSON_IsString(e) ? e->valuestring : "(not a string)");
+            p->lora.targets |= 1u << t;
+        }
+    }
+    if ((rc = sn_lora_config_check(&p->lora, err)))
+        return sn_err_wrap(err, "recipe: train.lora");
+    return SN_OK;
+}
+
+int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
+                                struct sn_err *err)
+{
+    const cJSON *sec = recipe ? cJSON_GetObjectItemCaseSensitive(recipe, "train") : NULL;
+    if (!sec)
+        return SN_OK;
+    if (!cJSON_IsObject(sec))
+        return sn_err_set(err, SN_E_ARG, "recipe: 'train' must be an object");
+    int rc = sn_recipe_check_keys(sec, "train", train_keys, err);
+    if (rc)
+        return rc;
+    struct train_raw w = {NULL, sched_names[p->sched.kind], NULL, batching_names[p->batching],
+                          (int64_t)p->seed, p->threads};
+    if ((rc = read_scalars(sec, p, &w, err)) ||
+        (rc = parse_batching(w.batching, &p->batching, err)))
+        return rc;
+    p->seed = (uint64_t)w.seed;
+    p->threads = (int)w.threads;
+    if ((rc = parse_names(&w, p, err)) || (rc = check_ranges(p, err)))
+        return rc;
+    p->best_greater = !strstr(p->best_metric, "loss");
+    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(sec, "lora");
+    if (lo)
+        return read_lora(lo, p, err);
+    return SN_OK;
+}
