@@ -40,9 +40,11 @@ static void usage(FILE *f)
 "experiment of R's `simulate` section that has an attack, run three ways; resumable). The\n"
 "report gives per round each arm's task accuracy (both tie rules), recovery = (defended -\n"
 "attacked) / (clean - attacked) on the tie-neutral accuracy (n/a with the reason when clean\n"
-"and attacked do not differ beyond their Wilson intervals), the oracle's recovery and the\n"
-"share of it, the detector's scoring time and its overhead over the round's generation\n"
-"time. The replay part runs on -i TRAJ, or on DIR/attacked without -i.\n"
+"and attacked do not differ beyond their 95%% intervals), the oracle's recovery and the\n"
+"share of it, one sentinel's scoring time and its overhead over the round's time with\n"
+"parallel generation (the paper's Table 1). The replay part runs on -i TRAJ, or on\n"
+"DIR/attacked without -i. Intervals: a seeded cluster bootstrap over items (debates of one\n"
+"item drawn together); AITM debates are scored at message level (agent level n/a).\n"
 "\n"
 "options:\n"
 "  -i, --input PATH        a trajectory file or directory (repeatable; or give them as args)\n"
@@ -131,6 +133,9 @@ static const struct figure figures[] = {
     FIG("detection accuracy (pairs)", pair_acc, true, false),
     FIG("FPR (pairs)", pair_fpr, false, false),
     FIG("FNR (pairs)", pair_fnr, false, false),
+    FIG("balanced accuracy (messages)", msg_bacc, true, false),
+    FIG("FPR (messages)", msg_fpr, false, false),
+    FIG("FNR (messages)", msg_fnr, false, false),
     FIG("AUROC (messages)", auroc, true, false),
     FIG("task accuracy, defended", task_defended, true, false),
     FIG("task accuracy, defended, tie-neutral", task_defended_neutral, true, false),
@@ -218,8 +223,8 @@ static int print_group(const struct ev *e, const char *group, struct sn_err *err
             printf("-- last round (each debate's last round), %llu debates\n",
                    (unsigned long long)s[0].n_debates);
         else if (row == SN_DETECT_POOLED)
-            printf("-- pooled over rounds (every round of every debate; intervals: cluster "
-                   "bootstrap), %llu debates, %llu debate-rounds\n",
+            printf("-- pooled over rounds (every round of every debate), %llu debates, %llu "
+                   "debate-rounds\n",
                    (unsigned long long)s[0].n_debates, (unsigned long long)s[0].n_units);
         else
             printf("-- round %zu, %llu debates\n", r, (unsigned long long)s[0].n_debates);
@@ -234,6 +239,11 @@ static int print_group(const struct ev *e, const char *group, struct sn_err *err
             int b = best_baseline(e, s, f);
             printf("  %s\n", b >= 0 ? e->r[b].name : "-");
         }
+        if (s[0].agent_na[0]) /* AITM: docs/eval.md "AITM" */
+            printf("agent and pair level n/a: %s\n", s[0].agent_na);
+        else if (s[0].n_aitm)
+            printf("agent and pair level: %llu interceptor (AITM) debates left out; they count "
+                   "at message level\n", (unsigned long long)s[0].n_aitm);
         /* the plain statement: where the detector does not beat the best baseline */
         for (size_t i = 0; row == SN_DETECT_LAST && i < e->n; i++) {
             if (strcmp(e->r[i].name, "detector") != 0)

@@ -220,7 +220,7 @@ static int print_group(struct sn_defended *d, const char *group, struct sn_err *
            "and the oracle's on it\n");
     printf("%-8s %7s %21s %21s %21s %21s %21s %21s %21s %21s %10s %10s %10s\n", "round",
            "debates", "clean", "attacked", "defended", "defended(all vote)", "oracle",
-           "recovery", "oracle's recovery", "share of oracle's", "score ms", "gen ms",
+           "recovery", "oracle's recovery", "share of oracle's", "score ms", "round ms",
            "overhead%");
     char why[4096] = "";
     size_t wl = 0;
@@ -236,8 +236,8 @@ static int print_group(struct sn_defended *d, const char *group, struct sn_err *
         print_rate(&s[r].recovery);
         print_rate(&s[r].recovery_oracle);
         print_rate(&s[r].share);
-        print_ms(s[r].score_ms);
-        print_ms(s[r].gen_ms);
+        print_ms(s[r].score_ms_sentinel);
+        print_ms(s[r].round_ms);
         print_ms(s[r].overhead_pct);
         printf("\n");
         if (s[r].na[0] && wl < sizeof why - 1)
@@ -304,9 +304,12 @@ int sn_eval_arms_report(const char *dir, const struct sn_defended_params *p,
         printf("defended = the vote of the agents the sentinels have not excluded; defended(all "
                "vote) = every agent votes; oracle = the attacked debates' vote after the "
                "oracle's exclusions (k = %d, rule %s; the discussion is the attacked one, so "
-               "a live defense may recover more). Scoring time: %s; generation time: endpoint "
-               "debates from their recorded latency, sim debates at %.0f tokens/s "
-               "(--gen-tokens-per-s)\n", p->k, sn_defense_rule_name(p->rule),
+               "a live defense may recover more). Overhead as the paper's Table 1: one "
+               "sentinel's scoring time per round (score ms: %s) over the round's time with "
+               "parallel generation (round ms: the slowest agent for simultaneous talk, the sum "
+               "for one-by-one); generation time: endpoint debates from their recorded latency, "
+               "sim debates modelled at %.0f tokens/s (--gen-tokens-per-s; an assumption, not a "
+               "measurement)\n", p->k, sn_defense_rule_name(p->rule),
                scorer ? "the detector re-scoring what each sentinel received, one thread"
                       : "n/a (no --detector)", p->gen_tokens_per_s);
         size_t ng = 0;

@@ -711,8 +711,9 @@ static void stage_outputs(struct run *r, int s, const char **a, const char **b)
 }
 
 /* The headline part of eval's table (report.txt): the groups all, domain=in and domain=out,
-** and in them the agent-level detection rows and task accuracy, every ranker and the best
-** baseline as eval prints them. */
+** and in them the headline figures (balanced accuracy, AUROC, the per-round hit rate; docs/eval.md
+** "Report"), the agent-level rates and task accuracy, every ranker and the best baseline as eval
+** prints them; then the summary block that ends the report, whole. */
 static void print_headline(const char *path)
 {
     char *txt = NULL;
@@ -722,13 +723,20 @@ static void print_headline(const char *path)
         printf("  (no eval report: %s)\n", err.msg);
         return;
     }
-    static const char *const rows[] = {"-- ", "figure ", "detection accuracy (agents)",
+    static const char *const rows[] = {"-- ", "figure ", "balanced accuracy (agents)",
+                                       "AUROC", "hit rate", "detection accuracy (agents)",
                                        "FPR (agents)", "FNR (agents)", "task accuracy", NULL};
-    bool on = false, defended = false;
+    bool on = false, defended = false, in_summary = false;
     for (char *line = txt, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
+        if (!strncmp(line, "== ", 3))
+            in_summary = !strncmp(line, "== summary", 10);
+        if (in_summary) {
+            printf("%s\n", line);
+            continue;
+        }
         if (!strncmp(line, "== ", 3)) {
             defended = !strncmp(line, "== defended debates: ", 21);
             const char *g = defended ? line + 21 : line + 3;
@@ -742,6 +750,7 @@ static void print_headline(const char *path)
             continue;
         if (defended) { /* every round, the overall row and why recovery is n/a overall */
             if (!strncmp(line, "round ", 6) || !strncmp(line, "overall", 7) ||
+                !strncmp(line, "last", 4) || !strncmp(line, "  round last:", 13) ||
                 (*line >= '0' && *line <= '9') || !strncmp(line, "  round overall:", 16))
                 printf("%s\n", line);
             continue;

@@ -57,9 +57,9 @@ struct sn_detect_params {
 };
 struct sn_detect_params sn_detect_default_params(void);
 
-/* A proportion: k of n, and its 95% interval (Wilson for the agent-level rates and task
-** accuracy of a round, percentile cluster bootstrap over debates for the rest; docs/eval.md
-** "Intervals"). NaN when n = 0. */
+/* A proportion: k of n, and its 95% interval (the percentile cluster bootstrap over items in
+** the replay; Wilson for the defended arms' accuracy; docs/eval.md "Intervals"). NaN when
+** n = 0. */
 struct sn_detect_rate {
     double   k, n;        /* counts (doubles: AUROC and balanced accuracy have no integer count,
                           ** tie-neutral accuracy a fractional one) */
@@ -74,12 +74,20 @@ struct sn_detect_rate {
                                          ** round's figures with the pooled AUROC */
 
 /* Every figure of one row: a round (< n_rounds: blacklists as held after it) or a row above.
-** Intervals: Wilson where marked, with debates as units; the cluster bootstrap for the rest,
-** and for every figure of the pooled row (its units, debate-rounds, are not independent). */
+** Intervals: the percentile cluster bootstrap over items for every figure (the debates of one
+** dataset item are drawn together; with one debate per item, over debates); none without
+** bootstrap resamples (docs/eval.md "Intervals"). */
 struct sn_detect_summary {
     uint64_t n_debates, n_attackers, n_honest;
     uint64_t n_units;                                       /* debate-rounds of the row */
-    struct sn_detect_rate agent_acc, agent_fpr, agent_fnr;  /* Wilson */
+    uint64_t n_clusters;                                    /* items of the row's debates:
+                                                            ** the bootstrap's units; < n_debates
+                                                            ** when items repeat */
+    uint64_t n_aitm;                                        /* debates with an interceptor:
+                                                            ** left out of agent and pair level */
+    char     agent_na[256];                 /* "" unless agent and pair level are n/a (every
+                                            ** debate of the row is an interceptor debate) */
+    struct sn_detect_rate agent_acc, agent_fpr, agent_fnr;
     struct sn_detect_rate agent_bacc;       /* balanced: 1 − (FPR + FNR) / 2; k = n = agents */
     struct sn_detect_rate pair_acc, pair_fpr, pair_fnr, pair_bacc;
     struct sn_detect_rate hit;              /* per-round hit rate: rankings (one per sentinel)
@@ -87,8 +95,13 @@ struct sn_detect_summary {
                                             ** adversarial message, of the rankings that had one
                                             ** to hold; not cumulative */
     struct sn_detect_rate auroc;            /* k = n = messages */
-    struct sn_detect_rate task_defended, task_undefended;   /* strict; Wilson, per debate */
-    struct sn_detect_rate task_defended_neutral,            /* tie-neutral; Wilson of a mean */
+    /* message level: every received message (sentinel, sender, round); positive = adversarial
+    ** (sent by a non-honest agent, or a tampered copy), flagged = its sender is on the
+    ** receiver's list after the round. The level at which AITM is scored. */
+    struct sn_detect_rate msg_fpr, msg_fnr;
+    struct sn_detect_rate msg_bacc;         /* k = n = messages */
+    struct sn_detect_rate task_defended, task_undefended;   /* strict, one unit per debate */
+    struct sn_detect_rate task_defended_neutral,            /* tie-neutral */
                           task_undefended_neutral;
 };
 
@@ -219,13 +232,16 @@ struct sn_defended_params sn_defended_default_params(void);
 
 struct sn_defended_round {
     uint64_t n_units;                       /* matched debates with this round */
-    /* strict task accuracy (the recorded panel decision); Wilson */
+    uint64_t n_clusters;                    /* their items: < n_units when items repeat
+                                            ** across experiments or replicates */
+    /* strict task accuracy (the recorded panel decision); Wilson when every matched debate is
+    ** on its own item, else the percentile cluster bootstrap over items */
     struct sn_detect_rate acc[SN_ARM_COUNT]; /* plurality over every agent */
     struct sn_detect_rate acc_kept;         /* defended arm, plurality over the agents not
                                             ** excluded (the defended system's vote) */
     struct sn_detect_rate acc_oracle;       /* attacked arm, plurality over the agents the
                                             ** oracle's exclusions leave (same k and rule) */
-    /* the same, tie-neutral; Wilson of a mean */
+    /* the same, tie-neutral; Wilson of a mean, or the cluster bootstrap as above */
     struct sn_detect_rate acc_neutral[SN_ARM_COUNT], acc_kept_neutral, acc_oracle_neutral;
     struct sn_detect_rate recovery;         /* tie-neutral, p from acc_kept; lo, hi: bootstrap
                                             ** percentiles; p NaN when n/a (na says why) */
@@ -237,8 +253,17 @@ struct sn_defended_round {
     char     share_na[256];                 /* "" when share is defined */
     uint64_t n_boot_share_undefined;        /* resamples with oracle <= attacked (left out) */
     uint64_t n_timed;                       /* defended debates with a timed round */
-    double   score_ms, gen_ms;              /* means per timed debate-round */
-    double   overhead_pct;                  /* 100 · Σ score_ms / Σ gen_ms */
+    double   score_ms, gen_ms;              /* means per timed debate-round: scoring summed
+                                            ** over the round's sentinels, generation summed
+                                            ** over its messages */
+    double   score_ms_sentinel;             /* mean of one sentinel's scoring time per round */
+    double   round_ms;                      /* mean round time with parallel generation: the
+                                            ** slowest message (simultaneous), else the sum */
+    double   overhead_pct;                  /* the paper's Table 1: 100 · Σ score_ms_sentinel /
+                                            ** Σ round_ms */
+    double   overhead_pct_serial;           /* 100 · Σ score_ms / Σ gen_ms: everything in
+                                            ** series (the older figure) */
+    uint64_t n_round_slowest, n_round_sum;  /* timed debate-rounds by round-time basis */
     uint64_t n_gen_latency, n_gen_tokens;   /* timed debate-rounds by generation basis */
 };
 

@@ -177,7 +177,14 @@ static void test_hand(void)
         CHECK(s.n_timed == 10 && s.n_gen_tokens == 5 && s.n_gen_latency == 5);
         CHECK_CLOSE(s.gen_ms, 1250.0, 1e-9, 0);
         CHECK(s.score_ms >= 0.0);
-        CHECK_CLOSE(s.overhead_pct, 100.0 * s.score_ms / s.gen_ms, 1e-9, 1e-9);
+        CHECK_CLOSE(s.overhead_pct_serial, 100.0 * s.score_ms / s.gen_ms, 1e-9, 1e-9);
+        /* the paper's Table 1: one sentinel's scoring (3 sentinels each scored once a round)
+        ** over the round's time with parallel generation: simultaneous talk waits for the
+        ** slowest message, 10 tokens at 50/s = 200 ms (sim) or 300 ms (endpoint) */
+        CHECK(s.n_round_slowest == 10 && s.n_round_sum == 0);
+        CHECK_CLOSE(s.round_ms, 250.0, 1e-9, 0);
+        CHECK_CLOSE(s.score_ms_sentinel, s.score_ms / 3.0, 1e-9, 1e-9);
+        CHECK_CLOSE(s.overhead_pct, 100.0 * s.score_ms_sentinel / s.round_ms, 1e-9, 1e-9);
         CHECK_CLOSE(s.acc_oracle.p, ka[q] / 10, 1e-12, 0);
         CHECK_CLOSE(s.acc_oracle_neutral.p, ka[q] / 10, 1e-12, 0);
         CHECK_CLOSE(s.acc_kept_neutral.p, kk[q] / 10, 1e-12, 0);
@@ -392,8 +399,52 @@ static void test_ties_oracle(void)
     sn_defended_free(d);
 }
 
+/* One-by-one talk: the round waits for every message in turn (5 x 200 ms = 1000 ms), against
+** simultaneous talk's slowest message (200 ms); the serial figure sums both ways. */
+static void test_round_time(void)
+{
+    static const char *clean[2] = {"AAAAA", "AAAAA"}, *att[2] = {"AAABB", "AAABB"};
+    static const uint64_t bl_on[2] = {0x18, 0x18};
+    static const char *strat[2] = {"one_by_one", "simultaneous"};
+    const double want[2] = {1000.0, 200.0};
+    for (int q = 0; q < 2; q++) {
+        struct sn_defended_params p = sn_defended_default_params();
+        p.n_boot = 0;
+        struct sn_defended *d = NULL;
+        struct sn_err err = {0};
+        CHECK(sn_defended_create(&p, &d, &err) == SN_OK);
+        if (!d)
+            return;
+        struct fx c = {.id = "o1", .roles = "HHHHH", .gold = "A", .grid = clean, .T = 2,
+                       .strategy = strat[q]};
+        struct fx a = {.id = "o1", .roles = "HHHAA", .gold = "A", .target = "B", .grid = att,
+                       .T = 2, .strategy = strat[q]};
+        CHECK(add(d, SN_ARM_CLEAN, mk(&c, NULL, "none", NULL, "sim: x", 0, 10), &err) == 0);
+        CHECK(add(d, SN_ARM_ATTACKED, mk(&a, NULL, "none", NULL, "sim: x", 0, 10), &err) == 0);
+        struct sn_traj *t = mk(&a, NULL, "sentinel", bl_on, "sim: x", 0, 10);
+        CHECK_MSG(t && sn_defended_add(d, SN_ARM_DEFENDED, t, &err) == 0, "%s", err.msg);
+        struct sn_detect_ranker inner = {"detector", rank_const, NULL};
+        struct sn_detect_ranker timed = sn_defended_timed_ranker(d, &inner);
+        struct sn_detect_params dp = sn_detect_default_params();
+        dp.n_boot = 0;
+        struct sn_detect *rep = NULL;
+        CHECK(sn_detect_create(&dp, &timed, &rep, &err) == SN_OK);
+        CHECK(rep && t && sn_detect_add(rep, t, NULL, &err) == SN_OK);
+        sn_detect_free(rep);
+        sn_traj_free(t);
+        struct sn_defended_round s;
+        CHECK(sn_defended_summary(d, "all", 0, &s, &err) == SN_OK);
+        CHECK_CLOSE(s.round_ms, want[q], 1e-9, 0);
+        CHECK_CLOSE(s.gen_ms, 1000.0, 1e-9, 0);
+        CHECK(q == 0 ? s.n_round_sum == 1 : s.n_round_slowest == 1);
+        CHECK_CLOSE(s.overhead_pct, 100.0 * s.score_ms_sentinel / want[q], 1e-9, 1e-9);
+        sn_defended_free(d);
+    }
+}
+
 int main(void)
 {
+    test_round_time();
     test_ties_oracle();
     test_hand();
     test_arm_checks();

@@ -137,6 +137,39 @@ int main(void)
     }
     printf("noise vs random: largest |z| over %d seeds x %d rows x %d figures = %.2f\n",
            N_SEEDS, T + 1, (int)N_FIGS, zmax);
+    /* The headline figures of the pooled group (docs/eval.md "Report": balanced accuracy,
+    ** AUROC, the hit rate and tie-neutral defended task accuracy; every interval the cluster
+    ** bootstrap's): each noise seed's 95% interval meets the random baseline's, and the two
+    ** differ by no more than the 99.9% bound above. (A point estimate inside the other's 95%
+    ** interval is no sound rule: two independent estimates of one value differ by more than
+    ** 1.96 of one's standard errors about 17% of the time.) */
+    static const struct { const char *name; size_t off; } head[] = {
+        {"balanced accuracy", offsetof(struct sn_detect_summary, agent_bacc)},
+        {"AUROC", offsetof(struct sn_detect_summary, auroc)},
+        {"hit rate", offsetof(struct sn_detect_summary, hit)},
+        {"task accuracy, defended, tie-neutral",
+         offsetof(struct sn_detect_summary, task_defended_neutral)},
+    };
+    struct sn_detect_summary pr;
+    CHECK(dr && sn_detect_summary(dr, "all", SN_DETECT_POOLED, &pr, &err) == SN_OK);
+    for (int seed = 1; dr && seed <= N_SEEDS; seed++) {
+        struct noise nz = {.signal = 0};
+        sn_rng_seed(&nz.rng, (uint64_t)seed * 104729);
+        struct sn_detect_ranker r = {"noise", rank_noise, &nz};
+        struct sn_detect *dn = run(f, &r);
+        struct sn_detect_summary pn;
+        CHECK(dn && sn_detect_summary(dn, "all", SN_DETECT_POOLED, &pn, &err) == SN_OK);
+        for (size_t k = 0; dn && k < sizeof head / sizeof head[0]; k++) {
+            const struct sn_detect_rate *a = (const void *)((const char *)&pn + head[k].off),
+                                        *b = (const void *)((const char *)&pr + head[k].off);
+            printf("pooled %s: noise seed %d %.4f [%.4f, %.4f], random %.4f [%.4f, %.4f]\n",
+                   head[k].name, seed, a->p, a->lo, a->hi, b->p, b->lo, b->hi);
+            CHECK_MSG(!isnan(a->lo) && a->lo <= b->hi && b->lo <= a->hi && zdiff(a, b) <= 3.29,
+                      "pooled %s, noise seed %d: %.4f [%.4f, %.4f] vs random's %.4f [%.4f, "
+                      "%.4f]", head[k].name, seed, a->p, a->lo, a->hi, b->p, b->lo, b->hi);
+        }
+        sn_detect_free(dn);
+    }
     /* power: a half-sigma signal (honest scores shifted by 0.5) is told apart on AUROC and on
     ** agent-level detection accuracy by the same rule */
     struct noise sig = {.signal = 0.5};
