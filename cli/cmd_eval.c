@@ -43,7 +43,8 @@ static void usage(FILE *f)
 "and attacked do not differ beyond their Wilson intervals), the oracle's recovery and the\n"
 "share of it, the detector's scoring time and its overhead over the round's generation\n"
 "time. The replay part runs on -i TRAJ, or on DIR/attacked without -i.\n"
-"\n"
+"\n");
+    fprintf(f,
 "options:\n"
 "  -i, --input PATH        a trajectory file or directory (repeatable; or give them as args)\n"
 "      --detector D.gguf   the runtime detector (a GGUF of `sentinel export`): ranked\n"
