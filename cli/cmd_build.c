@@ -62,7 +62,8 @@ static void usage(FILE *f)
 "      --progress MODE    auto (default: a bar on a terminal, plain lines otherwise), bar,\n"
 "                         plain or none\n"
 "  -h, --help             this help\n"
-"\n"
+"\n");
+    fprintf(f,
 "Recipe keys (section `build`): inputs (path or list), out, tokenizer, max_len, shard_size,\n"
 "max_pairs, seed, split_by (item), validation_fraction (0.1), test_fraction (0.1),\n"
 "split_seed (0), validation and test (lists of split_by values),\n"

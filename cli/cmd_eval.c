@@ -45,13 +45,15 @@ static void usage(FILE *f)
 "parallel generation (the paper's Table 1). The replay part runs on -i TRAJ, or on\n"
 "DIR/attacked without -i. Intervals: a seeded cluster bootstrap over items (debates of one\n"
 "item drawn together); AITM debates are scored at message level (agent level n/a).\n"
-"\n"
+"\n");
+    fprintf(f,
 "options:\n"
 "  -i, --input PATH        a trajectory file or directory (repeatable; or give them as args)\n"
 "      --detector D.gguf   the runtime detector (a GGUF of `sentinel export`): ranked\n"
 "                          beside the baselines, each message scored as R(message ⊕\n"
 "                          context) with the template and settings stored in the file\n"
-"      --threads N         OpenBLAS threads of the detector (default: OpenBLAS's choice)\n"
+"      --threads N         OpenBLAS threads of the detector (default: OPENBLAS_NUM_THREADS,\n"
+"                          else OMP_NUM_THREADS, else one per CPU)\n"
 "      --baselines LIST    comma-separated: random, shortest, disagree, ngram, judge\n"
 "                          (default random,shortest,disagree, plus ngram with --train-shards\n"
 "                          and judge with --judge-endpoint)\n"

@@ -1,6 +1,5 @@
 /* cli/main.c: `sentinel` entry point and subcommand table (docs/design.md §1). */
 #include "cli/cli.h"
-#include "llm/llm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,32 +32,6 @@ static void usage(FILE *f)
     fprintf(f, "\n'sentinel <command> --help' describes a command's options.\n"
                "Exit status: 0 ok, 1 failure, 2 usage error, 3 command not in this build.\n"
                "Environment: SENTINEL_LOG=error|warn|info|debug sets the log level.\n");
-}
-
-int sn_cli_fail(const char *cmd, const struct sn_err *err)
-{
-    char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : sn_status_name(err->code));
-    sn_llm_redact(msg, sizeof msg); /* no credential reaches the terminal or a log */
-    fprintf(stderr, "sentinel %s: %s\n", cmd, msg);
-    return err->code == SN_E_ARG ? SN_EXIT_USAGE : SN_EXIT_FAIL;
-}
-
-int sn_cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "sentinel %s: %s; try 'sentinel %s --help'\n", cmd, msg, cmd);
-    return SN_EXIT_USAGE;
-}
-
-int sn_cli_unavailable(const char *cmd, const char *why)
-{
-    fprintf(stderr, "sentinel %s: %s\n", cmd, why);
-    return SN_EXIT_UNAVAILABLE;
 }
 
 /* Results printed to stdout are only delivered once flushed: a full device (`> /dev/full`) or a

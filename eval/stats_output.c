@@ -107,18 +107,6 @@ int sn_stats_write_json(struct sn_stats *s, const char *path, struct sn_err *err
     return rc;
 }
 
-int sn_stats_csv_field(struct sn_buf *b, const char *v, struct sn_err *err)
-{
-    if (!strpbrk(v, ",\"\n\r"))
-        return sn_buf_puts(b, v, err);
-    if (sn_buf_puts(b, "\"", err))
-        return err->code;
-    for (const char *p = v; *p; p++)
-        if (sn_buf_append(b, p, 1, err) || (*p == '"' && sn_buf_append(b, "\"", 1, err)))
-            return err->code;
-    return sn_buf_puts(b, "\"", err);
-}
-
 static int csv_num(struct sn_buf *b, double v, struct sn_err *err)
 {
     if (sn_buf_puts(b, ",", err))

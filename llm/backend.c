@@ -95,18 +95,6 @@ int sn_llm_complete(struct sn_llm_backend *b, const struct sn_llm_request *req,
     return b->ops->complete(b, req, out, err);
 }
 
-void sn_llm_reply_free(struct sn_llm_reply *r)
-{
-    if (!r)
-        return;
-    sn_free(r->text);
-    sn_free(r->finish_reason);
-    sn_free(r->refusal);
-    sn_free(r->model);
-    sn_free(r->system_fingerprint);
-    r->text = r->finish_reason = r->refusal = r->model = r->system_fingerprint = NULL;
-}
-
 const char *sn_llm_backend_describe(const struct sn_llm_backend *b)
 {
     return b ? b->describe : "";

@@ -2,15 +2,16 @@
 # docs/modules.txt; the libraries are declared in CMakeLists.txt by sn_module). A program linked
 # against one library alone must not load or name the libraries that library may not need.
 
-# sn_link_check(TEST PROGRAM SOURCE LIBRARY FORBIDDEN): SOURCE linked against LIBRARY alone
-# (as PROGRAM) must not load or name a library matching the regular expression FORBIDDEN.
+# sn_link_check(TEST PROGRAM SOURCE LIBRARY FORBIDDEN [link-only]): SOURCE linked against LIBRARY
+# alone (as PROGRAM) must not load or name a library matching the regular expression FORBIDDEN
+# (with link-only: must not name one on its link command; see check_links.sh).
 function(sn_link_check test program source library forbidden)
   add_executable(${program} ${CMAKE_CURRENT_SOURCE_DIR}/link/${source})
   target_link_libraries(${program} PRIVATE ${library})
   add_test(NAME ${test}
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh
                    $<TARGET_FILE:${program}> "${forbidden}"
-                   ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${program}.dir/link.txt)
+                   ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${program}.dir/link.txt ${ARGN})
 endfunction()
 # The group metrics (eval/): trajectories through data_core, no libcurl, HDF5 or libtorch.
 sn_link_check(layout_eval_links_without_curl_hdf5_torch link_eval_groups eval_groups.c sn_eval
@@ -18,6 +19,53 @@ sn_link_check(layout_eval_links_without_curl_hdf5_torch link_eval_groups eval_gr
 # The OpenAI client (llm/): common and libcurl, no HDF5, tokenizer or libtorch.
 sn_link_check(layout_llm_links_without_hdf5_torch link_llm llm_open.c sn_llm
               "(lib|-l)(hdf5|torch|c10|gloo|pcre2|utf8proc)")
+# Every other library, each against what its row of docs/modules.txt does not list (the
+# libraries of the modules it may use included).
+set(SN_TORCH_RE "torch|c10|gloo")
+sn_link_check(layout_common_links link_common common.c sn_common
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|pcre2|utf8proc|openblas)")
+sn_link_check(layout_tokenizer_links link_tokenizer tokenizer.c sn_tokenizer
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas)")
+sn_link_check(layout_data_core_links link_data_core data_core.c sn_data_core
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|pcre2|utf8proc|openblas)")
+# (HDF5 itself links libcurl, for its S3 driver: not forbidden here.)
+sn_link_check(layout_data_shard_links link_data_shard data_shard.c sn_data_shard
+              "(lib|-l)(${SN_TORCH_RE}|pcre2|utf8proc|openblas)")
+sn_link_check(layout_data_import_links link_data_import data_import.c sn_data_import
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|pcre2|openblas)")
+sn_link_check(layout_data_tuples_links link_data_tuples data_tuples.c sn_data_tuples
+              "(lib|-l)(${SN_TORCH_RE}|openblas)")
+sn_link_check(layout_data_sim_links link_data_sim data_sim.c sn_data_sim
+              "(lib|-l)(${SN_TORCH_RE}|openblas)")
+sn_link_check(layout_export_links link_export export.c sn_export
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE})")
+sn_link_check(layout_eval_detect_links link_eval_detect eval_detect.c sn_eval_detect
+              "(lib|-l)(${SN_TORCH_RE}|openblas)")
+# On libtorch: only the link command is ours (libtorch's own dependencies include libcurl, HDF5
+# and PCRE2 in Debian's build); train reaches HDF5 through data_shard and PCRE2 through tokenizer.
+if(SENTINEL_WITH_TORCH)
+  set(SN_NOT_ON_TORCH "(lib|-l)(curl|hdf5|pcre2|utf8proc|openblas)")
+  sn_link_check(layout_aten_links link_aten aten.c sn_aten "${SN_NOT_ON_TORCH}" link-only)
+  sn_link_check(layout_lora_links link_lora lora.c sn_lora "${SN_NOT_ON_TORCH}" link-only)
+  sn_link_check(layout_loss_links link_loss loss.c sn_loss "${SN_NOT_ON_TORCH}" link-only)
+  sn_link_check(layout_train_links link_train train.c sn_train "(lib|-l)(openblas)" link-only)
+endif()
+# The runtime detector library agents embed (docs/export.md): GGUF, OpenBLAS and the tokenizer,
+# never HDF5, libcurl or libtorch.
+# The checks have teeth: a program that does link libcurl (the llm one), and the detector library,
+# which does link OpenBLAS, must each fail when that is what is forbidden.
+add_test(NAME layout_links_self_test_program
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh $<TARGET_FILE:link_llm>
+                 "(lib|-l)curl" ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/link_llm.dir/link.txt)
+add_test(NAME layout_links_self_test_library
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh
+                 $<TARGET_FILE:sentinel_detector> "(lib|-l)openblas")
+set_tests_properties(layout_links_self_test_program layout_links_self_test_library
+                     PROPERTIES PASS_REGULAR_EXPRESSION "links what it must not")
+add_test(NAME layout_detector_library_links
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh
+                 $<TARGET_FILE:sentinel_detector> "(lib|-l)(curl|hdf5|${SN_TORCH_RE})"
+                 ${CMAKE_BINARY_DIR}/CMakeFiles/sentinel_detector.dir/link.txt)
 
 # Every #include and every sn_module(... DEPS ...) follows the module table (docs/modules.txt);
 # no C++ outside aten/. README.md, docs/ and source comments cite only files and sections that
@@ -30,4 +78,15 @@ add_test(NAME layout_includes
          COMMAND ${SN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_layout.py ${CMAKE_SOURCE_DIR})
 add_test(NAME layout_docs
          COMMAND ${SN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_docs.py ${CMAKE_SOURCE_DIR})
-set_tests_properties(layout_includes layout_docs PROPERTIES LABELS "noasan")
+add_test(NAME layout_self_test
+         COMMAND ${SN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_layout.py --self-test)
+# No circle between the source files of one target, read from the built objects (nm); the
+# self-test plants one in symbol tables and in two objects it compiles.
+add_test(NAME layout_no_circles
+         COMMAND ${CMAKE_COMMAND} -E env SENTINEL_BUILD=${CMAKE_BINARY_DIR}
+                 ${SN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_cycles.py)
+add_test(NAME layout_no_circles_self_test
+         COMMAND ${SN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_cycles.py --self-test
+                 ${CMAKE_C_COMPILER})
+set_tests_properties(layout_includes layout_docs layout_self_test layout_no_circles
+                     layout_no_circles_self_test PROPERTIES LABELS "noasan")

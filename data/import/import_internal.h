@@ -70,7 +70,7 @@ struct imp_format {
 extern const struct imp_format imp_format_collab_attack;
 extern const struct imp_format imp_format_chatlog;
 
-/* Shared helpers (import.c). */
+/* Shared helpers (import_shared.c). */
 /* "<prefix>-<16 hex of sha256(a NUL b NUL decimal(rep))>" into out. */
 void imp_debate_id(const char *experiment, const char *item_id, int64_t replicate, char *out,
                    size_t cap);

@@ -75,10 +75,15 @@ typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
 typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
 typedef int (*sync_fn)(int);
+/* dlsym returns an object pointer, which ISO C does not convert to a function pointer
+** (-Wpedantic); its bytes are copied instead, which is what POSIX guarantees to work. */
 #define REAL(name, type)                                                                     \
     static type real_##name;                                                                 \
-    if (!real_##name)                                                                        \
-    real_##name = (type)dlsym(RTLD_NEXT, #name)
+    if (!real_##name) {                                                                      \
+        void *sym_ = dlsym(RTLD_NEXT, #name);                                                \
+        memcpy(&real_##name, &sym_, sizeof real_##name);                                     \
+    }                                                                                        \
+    (void)0
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
