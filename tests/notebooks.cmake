@@ -26,5 +26,5 @@ foreach(spec ${SN_NOTEBOOKS})
   add_test(NAME notebook_${short}_clean
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/notebook_run.sh clean ${nb})
   set_tests_properties(notebook_${short}_clean PROPERTIES ENVIRONMENT "${SN_TEST_ENV}"
-                       LABELS "notebook" TIMEOUT 60)
+                       LABELS "notebook" TIMEOUT 600)
 endforeach()

@@ -12,7 +12,7 @@
 add_test(NAME run_pipeline COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/run_pipeline.sh)
 set_tests_properties(run_pipeline PROPERTIES ENVIRONMENT "${SN_TEST_ENV}"
                      FIXTURES_SETUP trained_run
-                     LABELS "noasan" TIMEOUT 900
+                     LABELS "noasan" TIMEOUT 1800
                      WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
 if(NOT SENTINEL_WITH_TORCH)
   set_tests_properties(run_pipeline PROPERTIES DISABLED TRUE)

@@ -9,4 +9,4 @@ set_tests_properties(notebook_group_dynamics PROPERTIES ENVIRONMENT "${SN_TEST_E
 add_test(NAME notebook_group_dynamics_clean
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stats_notebook.sh clean)
 set_tests_properties(notebook_group_dynamics_clean PROPERTIES ENVIRONMENT "${SN_TEST_ENV}"
-                     LABELS "notebook" TIMEOUT 60)
+                     LABELS "notebook" TIMEOUT 600)
