@@ -9,6 +9,8 @@
 ** JSON (its key "oracle") and absent from --items. */
 #include "cli/cli.h"
 #include "cli/cmd_eval_defended.h"
+#include "data/build.h"
+#include "data/shard.h"
 #include "eval/detect.h"
 
 #include <getopt.h>
@@ -57,20 +59,28 @@ static void usage(FILE *f)
 "      --baselines LIST    comma-separated: random, shortest, disagree, ngram, judge\n"
 "                          (default random,shortest,disagree, plus ngram with --train-shards\n"
 "                          and judge with --judge-endpoint)\n"
-"      --train-shards DIR  shard set (manifest.json) whose train split trains the n-gram\n"
-"                          baseline\n"
+"      --train-shards DIR  shard set (manifest.json) of the detector's training: its train\n"
+"                          split trains the n-gram baseline, and its train questions are\n"
+"                          the leakage check's (debates on them are refused)\n"
+"      --ngram-train DATA  what the n-gram baseline trains on: roles (default: the messages\n"
+"                          of the train split's trajectories, adversary vs honest) or tuples\n"
+"                          (the train split's chosen vs rejected texts, the earlier data)\n"
+"      --train-trajectories PATH  where the trajectories the shards were built from are,\n"
+"                          when not at the manifest's recorded paths (repeatable)\n"
 "      --judge-endpoint F  JSON file with an OpenAI-compatible endpoint object for the LLM\n"
 "                          judge (docs/openai.md)\n"
 "      --k K               bottom-k per round per sentinel (default 1)\n"
 "      --rule RULE         all (default, the paper's line 8) or unlisted (docs/eval.md)\n"
-"      --seed S            seed of the tie rule, the random baseline, the n-gram shuffle and\n"
-"                          the bootstrap (default 1)\n"
+"      --seed S            seed of the tie rule, the random baseline and the bootstrap\n"
+"                          (default 1)\n"
 "      --bootstrap N       cluster-bootstrap resamples (default 1000; 0 = none)\n"
 "      --json OUT          write the whole report as JSON (atomically)\n"
 "      --items CSV         write one row per scored message of every ranker but the oracle\n"
 "                          (atomically)\n"
-"      --allow-overlap     evaluate debates whose (dataset, item) is in the train split of\n"
-"                          --train-shards anyway, with a warning (default: refuse)\n"
+"      --allow-overlap     evaluate debates whose question was seen in training (its text,\n"
+"                          whatever the dataset is named, or its (dataset, item)) anyway,\n"
+"                          with a warning and the groups question=seen and question=unseen\n"
+"                          (default: refuse)\n"
 "      --skip-bad          skip (and count) lines that are not valid trajectories\n"
 "      --defended DIR      defended debates: the arms DIR/clean, DIR/attacked, DIR/defended\n"
 "      --recipe R          with --defended: simulate the arms from R's `simulate` section\n"
@@ -369,9 +379,10 @@ static int add_ranker(struct ev *e, struct sn_detect_ranker r, bool simple,
     return rc;
 }
 
-static int setup(struct ev *e, const char *list, const char *shards, const char *judge_path,
-                 const struct sn_detect_params *p, struct sn_err *err)
+static int setup(struct ev *e, const char *list, const struct sn_ngram_data *nd,
+                 const char *judge_path, const struct sn_detect_params *p, struct sn_err *err)
 {
+    const char *shards = nd->shards_dir;
     char buf[256];
     if (list)
         snprintf(buf, sizeof buf, "%s", list);
@@ -393,8 +404,7 @@ static int setup(struct ev *e, const char *list, const char *shards, const char 
             if (!shards)
                 return sn_err_set(err, SN_E_ARG, "the ngram baseline needs --train-shards DIR");
             struct sn_ngram_params np = sn_ngram_default_params();
-            np.seed = p->seed;
-            if ((rc = sn_ngram_train_shards(&np, shards, &e->ngram, err)))
+            if ((rc = sn_ngram_train_data(&np, nd, &e->ngram, err)))
                 return rc;
             rc = add_ranker(e, sn_ngram_ranker(e->ngram), false, p, err);
         } else if (strcmp(tok, "judge") == 0) {
@@ -425,8 +435,123 @@ static int setup(struct ev *e, const char *list, const char *shards, const char 
     return rc;
 }
 
+/* what the n-gram baseline trained on and the C it chose (docs/eval.md "Baselines") */
+static void print_ngram(const struct sn_ngram *m)
+{
+    const struct sn_ngram_info *in = sn_ngram_get_info(m);
+    printf("ngram baseline: %s labels, %zu texts (%zu trusted, %zu not) of %zu train-split "
+           "trajectories (%zu evaluated debates left out), %zu terms; C = %g",
+           sn_ngram_labels_name(in->labels), in->n_texts, in->n_trusted,
+           in->n_texts - in->n_trusted, in->n_trajectories, in->n_excluded, in->n_features,
+           in->c);
+    if (in->selected) {
+        printf(" chosen on %zu validation texts of %zu %s (class-balanced log loss:",
+               in->n_validation, in->n_validation_groups,
+               in->labels == SN_NGRAM_ROLES ? "questions" : "items");
+        for (size_t i = 0; i < in->n_grid; i++)
+            printf("%s C=%g %.4f", i ? "," : "", in->c_grid[i], in->validation_loss[i]);
+        printf(")");
+    } else {
+        printf(" (%s)", in->no_selection);
+    }
+    printf("; L-BFGS %d iterations%s\n", in->iterations, in->converged ? ", converged" :
+           ", NOT converged");
+}
+
+/* ---- the leakage check (docs/eval.md "Leakage") ---------------------------------------- */
+
+struct leak {
+    struct sn_strmap q, qog, items; /* the train split's question keys, question + options +
+                                    ** gold keys (the manifest's train_questions) and (dataset,
+                                    ** item id) keys (its tuples) */
+    struct sn_strmap ids;           /* the evaluated debates' ids */
+    uint64_t n_debates, n_seen, n_q, n_qog, n_item;
+    char ex_id[96], ex_q[160];      /* the first debate seen in training */
+    struct sn_buf key;
+};
+
+static void leak_free(struct leak *L)
+{
+    sn_strmap_free(&L->q);
+    sn_strmap_free(&L->qog);
+    sn_strmap_free(&L->items);
+    sn_strmap_free(&L->ids);
+    sn_buf_free(&L->key);
+}
+
+/* Whether t's question was seen in training: its text (the content key, whatever the dataset
+** is named) or its (dataset, item id). by[0..3) = by text, by text + options + gold, by item. */
+static int leak_seen(struct leak *L, const struct sn_traj *t, bool *seen, bool by[3],
+                     struct sn_err *err)
+{
+    char q[65], qog[65];
+    int rc = sn_question_keys(t, q, qog, err);
+    sn_buf_reset(&L->key);
+    if (!rc)
+        rc = sn_detect_item_key(t->dataset, t->item_id, &L->key, err);
+    if (rc)
+        return rc;
+    by[0] = sn_strmap_has(&L->q, q, 64);
+    by[1] = sn_strmap_has(&L->qog, qog, 64);
+    by[2] = sn_strmap_has(&L->items, L->key.data, L->key.len);
+    *seen = by[0] || by[2];
+    return SN_OK;
+}
+
+/* The first pass over the evaluated debates: their ids (left out of the n-gram baseline's
+** training and validation) and how many are on questions seen in training. */
+static int leak_scan(struct leak *L, const char *shards, char **paths, size_t n_paths,
+                     const struct sn_traj_reader_params *rp, struct sn_err *err)
+{
+    struct sn_manifest *man = NULL;
+    int rc = sn_manifest_load(shards, &man, err);
+    if (!rc)
+        rc = sn_manifest_train_questions(man, &L->q, &L->qog, err);
+    sn_manifest_free(man);
+    if (!rc)
+        rc = sn_detect_train_items(shards, &L->items, err);
+    for (size_t f = 0; !rc && f < n_paths; f++) {
+        struct sn_traj_reader *r = NULL;
+        if ((rc = sn_traj_reader_open(paths[f], rp, &r, err)))
+            break;
+        for (;;) {
+            struct sn_traj *t = NULL;
+            rc = sn_traj_reader_next(r, &t, err);
+            if (rc || !t)
+                break;
+            bool seen = false, by[3] = {false, false, false};
+            rc = sn_strmap_put(&L->ids, t->id, strlen(t->id), 0, NULL, err);
+            if (!rc)
+                rc = leak_seen(L, t, &seen, by, err);
+            if (rc)
+                sn_err_wrap(err, "%s: debate %s", paths[f], t->id);
+            if (!rc && seen && L->n_seen++ == 0) {
+                snprintf(L->ex_id, sizeof L->ex_id, "%s", t->id);
+                /* one line, at most 100 bytes, cut at a character boundary */
+                const char *qt = t->question ? t->question : "";
+                size_t len = strlen(qt), k = len < 100 ? len : 100;
+                while (k < len && k && ((unsigned char)qt[k] & 0xC0) == 0x80)
+                    k--;
+                snprintf(L->ex_q, sizeof L->ex_q, "%.*s%s", (int)k, qt, k < len ? "..." : "");
+                for (char *c = L->ex_q; *c; c++)
+                    if (*c == '\n' || *c == '\r' || *c == '\t')
+                        *c = ' ';
+            }
+            L->n_q += by[0];
+            L->n_qog += by[1];
+            L->n_item += by[2];
+            L->n_debates += !rc;
+            sn_traj_free(t);
+            if (rc)
+                break;
+        }
+        sn_traj_reader_close(r);
+    }
+    return rc;
+}
+
 static int write_json(const struct ev *e, const char *path, char **inputs, size_t n_inputs,
-                      uint64_t n_debates, uint64_t n_skipped, uint64_t n_overlap,
+                      uint64_t n_debates, uint64_t n_skipped, const struct leak *L,
                       cJSON *defended, struct sn_err *err)
 {
     cJSON *root = cJSON_CreateObject();
@@ -443,7 +568,37 @@ static int write_json(const struct ev *e, const char *path, char **inputs, size_
         cJSON_AddItemToArray(in, cJSON_CreateString(inputs[i]));
     cJSON_AddNumberToObject(root, "debates", (double)n_debates);
     cJSON_AddNumberToObject(root, "skipped_lines", (double)n_skipped);
-    cJSON_AddNumberToObject(root, "debates_on_train_items", (double)n_overlap);
+    cJSON_AddNumberToObject(root, "debates_on_train_items", (double)(L ? L->n_item : 0));
+    if (L) { /* the content check (docs/eval.md "Leakage") */
+        cJSON_AddNumberToObject(root, "debates_on_train_questions", (double)L->n_q);
+        cJSON_AddNumberToObject(root, "debates_on_train_questions_options_gold",
+                                (double)L->n_qog);
+        cJSON_AddNumberToObject(root, "debates_question_seen", (double)L->n_seen);
+    }
+    if (e->ngram) {
+        const struct sn_ngram_info *in = sn_ngram_get_info(e->ngram);
+        cJSON *ng = cJSON_AddObjectToObject(root, "ngram");
+        cJSON_AddStringToObject(ng, "labels", sn_ngram_labels_name(in->labels));
+        cJSON_AddNumberToObject(ng, "trajectories", (double)in->n_trajectories);
+        cJSON_AddNumberToObject(ng, "excluded_evaluated", (double)in->n_excluded);
+        cJSON_AddNumberToObject(ng, "texts", (double)in->n_texts);
+        cJSON_AddNumberToObject(ng, "trusted", (double)in->n_trusted);
+        cJSON_AddNumberToObject(ng, "features", (double)in->n_features);
+        cJSON_AddNumberToObject(ng, "c", in->c);
+        cJSON_AddBoolToObject(ng, "c_selected", in->selected);
+        cJSON *gr = cJSON_AddArrayToObject(ng, "c_grid");
+        cJSON *vl = cJSON_AddArrayToObject(ng, "validation_loss");
+        for (size_t i = 0; in->selected && gr && vl && i < in->n_grid; i++) {
+            cJSON_AddItemToArray(gr, cJSON_CreateNumber(in->c_grid[i]));
+            cJSON_AddItemToArray(vl, cJSON_CreateNumber(in->validation_loss[i]));
+        }
+        cJSON_AddNumberToObject(ng, "validation_texts", (double)in->n_validation);
+        cJSON_AddNumberToObject(ng, "validation_groups", (double)in->n_validation_groups);
+        if (in->no_selection[0])
+            cJSON_AddStringToObject(ng, "no_selection", in->no_selection);
+        cJSON_AddNumberToObject(ng, "iterations", in->iterations);
+        cJSON_AddBoolToObject(ng, "converged", in->converged);
+    }
     /* the oracle apart from the rankers: a reader that takes every ranker but the detector
     ** for a baseline must not take the ceiling for one */
     cJSON *rk = cJSON_AddArrayToObject(root, "rankers");
@@ -510,7 +665,12 @@ int sn_cmd_eval(int argc, char **argv)
         {"defended", required_argument, 0, 'F'},   {"recipe", required_argument, 0, 'r'},
         {"set", required_argument, 0, 'E'},        {"limit", required_argument, 0, 'L'},
         {"gen-tokens-per-s", required_argument, 0, 'G'},
+        {"ngram-train", required_argument, 0, 'N'},
+        {"train-trajectories", required_argument, 0, 'P'},
         {0, 0, 0, 0}};
+    const char *train_traj[64];
+    struct sn_ngram_data nd = {.labels = SN_NGRAM_ROLES, .trajectories = train_traj};
+    bool ngram_opts = false;
     const char *inputs[256];
     size_t n_inputs = 0;
     const char *detector = NULL, *list = NULL, *shards = NULL, *judge = NULL, *json = NULL,
@@ -558,6 +718,19 @@ int sn_cmd_eval(int argc, char **argv)
             gen_speed = true;
             break;
         }
+        case 'N': {
+            struct sn_err perr = {0};
+            if (sn_ngram_labels_parse(optarg, &nd.labels, &perr))
+                return sn_cli_usage_error("eval", "--ngram-train: %s", perr.msg);
+            ngram_opts = true;
+            break;
+        }
+        case 'P':
+            if (nd.n_trajectories == 64)
+                return sn_cli_usage_error("eval", "too many --train-trajectories (at most 64)");
+            train_traj[nd.n_trajectories++] = optarg;
+            ngram_opts = true;
+            break;
         case 'b': list = optarg; break;
         case 'T': shards = optarg; break;
         case 'J': judge = optarg; break;
@@ -610,6 +783,11 @@ int sn_cmd_eval(int argc, char **argv)
                                   "defense of the defended arm)");
     if (!n_inputs && !def_dir)
         return sn_cli_usage_error("eval", "no trajectories (-i TRAJ)");
+    if (ngram_opts && !shards)
+        return sn_cli_usage_error("eval", "--ngram-train and --train-trajectories go with "
+                                  "--train-shards DIR");
+    nd.shards_dir = shards;
+    nd.skip_bad = skip_bad;
     char attacked_dir[4096];
     if (!n_inputs) { /* the replay runs on the attacked arm */
         snprintf(attacked_dir, sizeof attacked_dir, "%s/attacked", def_dir);
@@ -624,9 +802,8 @@ int sn_cmd_eval(int argc, char **argv)
     struct ev e = {0};
     char **paths = NULL;
     size_t n_paths = 0;
-    uint64_t n_debates = 0, n_skipped = 0, n_overlap = 0;
-    struct sn_strmap train_items = {0};
-    struct sn_buf key = {0};
+    uint64_t n_debates = 0, n_skipped = 0;
+    struct leak leak = {0};
     size_t n_errors_files = 0;
     int rc = SN_OK;
     cJSON *def_report = NULL;
@@ -653,14 +830,27 @@ int sn_cmd_eval(int argc, char **argv)
     if (!rc && n_errors_files)
         SN_WARN("eval: skipping %zu errors-*.jsonl file(s) in the inputs (debates simulate "
                 "could not finish)", n_errors_files);
-    if (!rc)
-        rc = setup(&e, list, shards, judge, &p, &err);
-    if (!rc && items)
-        rc = sn_buf_printf(&e.items, &err, "%s\n", sn_detect_items_header());
-    if (!rc && shards)
-        rc = sn_detect_train_items(shards, &train_items, &err);
     struct sn_traj_reader_params rp = sn_traj_reader_default_params();
     rp.skip_bad = skip_bad;
+    /* the leakage check first, before anything is trained or replayed */
+    if (!rc && shards)
+        rc = leak_scan(&leak, shards, paths, n_paths, &rp, &err);
+    if (!rc && leak.n_seen && !allow_overlap)
+        rc = sn_err_set(&err, SN_E_FORMAT, "%llu of %llu evaluated debates are on questions "
+                        "seen in training (the train split of %s; %llu by their text, "
+                        "whatever the dataset is named, %llu of them with the same options "
+                        "and gold; %llu by dataset and item id), e.g. debate %s: \"%s\"; their "
+                        "figures would measure memory, not detection (--allow-overlap "
+                        "evaluates anyway and reports the groups question=seen and "
+                        "question=unseen)", (unsigned long long)leak.n_seen,
+                        (unsigned long long)leak.n_debates, shards,
+                        (unsigned long long)leak.n_q, (unsigned long long)leak.n_qog,
+                        (unsigned long long)leak.n_item, leak.ex_id, leak.ex_q);
+    nd.exclude = &leak.ids; /* the evaluated debates: never the n-gram's training or validation */
+    if (!rc)
+        rc = setup(&e, list, &nd, judge, &p, &err);
+    if (!rc && items)
+        rc = sn_buf_printf(&e.items, &err, "%s\n", sn_detect_items_header());
     for (size_t f = 0; !rc && f < n_paths; f++) {
         struct sn_traj_reader *r = NULL;
         if ((rc = sn_traj_reader_open(paths[f], &rp, &r, &err)))
@@ -670,22 +860,16 @@ int sn_cmd_eval(int argc, char **argv)
             rc = sn_traj_reader_next(r, &t, &err);
             if (rc || !t)
                 break;
-            if (shards) {
-                sn_buf_reset(&key);
-                rc = sn_detect_item_key(t->dataset, t->item_id, &key, &err);
-                if (!rc && sn_strmap_has(&train_items, key.data, key.len)) {
-                    n_overlap++;
-                    if (!allow_overlap)
-                        rc = sn_err_set(&err, SN_E_FORMAT, "%s: debate %s is on item '%s' "
-                                        "(dataset '%s') of the train split of %s: the figures "
-                                        "would measure memory, not detection (--allow-overlap "
-                                        "evaluates anyway, with a warning)", paths[f], t->id,
-                                        t->item_id, t->dataset, shards);
-                }
-            }
+            /* with overlap allowed, every debate is in question=seen or question=unseen */
+            bool seen = false, by[3];
+            bool grouped = shards && allow_overlap;
+            if (grouped)
+                rc = leak_seen(&leak, t, &seen, by, &err);
             for (size_t i = 0; !rc && i < e.n; i++)
-                rc = sn_detect_add(e.d[i], t,
-                                   items && !is_oracle(e.r[i].name) ? &e.items : NULL, &err);
+                rc = sn_detect_add_in_group(e.d[i], t, grouped ? "question" : NULL,
+                                            seen ? "seen" : "unseen",
+                                            items && !is_oracle(e.r[i].name) ? &e.items : NULL,
+                                            &err);
             sn_traj_free(t);
             if (rc)
                 break;
@@ -696,10 +880,13 @@ int sn_cmd_eval(int argc, char **argv)
     }
     if (!rc && n_debates == 0)
         rc = sn_err_set(&err, SN_E_ARG, "no debates in the inputs");
-    if (!rc && n_overlap)
-        fprintf(stderr, "sentinel eval: WARNING: %llu of %llu debates are on items of the "
-                "train split of %s (--allow-overlap): their figures are not held-out\n",
-                (unsigned long long)n_overlap, (unsigned long long)n_debates, shards);
+    if (!rc && leak.n_seen)
+        fprintf(stderr, "sentinel eval: WARNING: %llu of %llu debates are on questions seen in "
+                "training (the train split of %s; %llu by their text, %llu by dataset and item "
+                "id) (--allow-overlap): their figures are not held-out; the groups "
+                "question=seen and question=unseen split them\n", (unsigned long long)leak.n_seen,
+                (unsigned long long)n_debates, shards, (unsigned long long)leak.n_q,
+                (unsigned long long)leak.n_item);
     if (!rc && !quiet) {
         printf("sentinel eval: %llu debates, k = %d, rule %s, seed %llu, %d bootstrap "
                "resamples\n", (unsigned long long)n_debates, p.k, sn_defense_rule_name(p.rule),
@@ -714,6 +901,15 @@ int sn_cmd_eval(int argc, char **argv)
                "wrong), tie-neutral = a tie among m answers holding gold counts 1/m;\nthe "
                "oracle knows the roles and ranks every adversary lowest: a ceiling, never a "
                "baseline (docs/eval.md)\n");
+        if (e.ngram)
+            print_ngram(e.ngram);
+        if (leak.n_seen && allow_overlap)
+            printf("%llu of %llu debates are on questions seen in training (%llu by their text, "
+                   "%llu of them with the same options and gold; %llu by dataset and item id): "
+                   "see the groups question=seen and question=unseen\n",
+                   (unsigned long long)leak.n_seen, (unsigned long long)n_debates,
+                   (unsigned long long)leak.n_q, (unsigned long long)leak.n_qog,
+                   (unsigned long long)leak.n_item);
         size_t ng = 0;
         const char *const *groups = sn_detect_groups(e.d[0], &ng);
         for (size_t g = 0; !rc && g < ng; g++)
@@ -735,15 +931,14 @@ int sn_cmd_eval(int argc, char **argv)
     if (!rc && !quiet)
         rc = print_summary(&e, def_report, &err);
     if (!rc && json)
-        rc = write_json(&e, json, paths, n_paths, n_debates, n_skipped, n_overlap, def_report,
-                        &err);
+        rc = write_json(&e, json, paths, n_paths, n_debates, n_skipped, shards ? &leak : NULL,
+                        def_report, &err);
     else
         cJSON_Delete(def_report);
     if (!rc && items)
         rc = sn_atomic_write(items, e.items.data, e.items.len, &err);
     sn_paths_free(paths, n_paths);
-    sn_strmap_free(&train_items);
-    sn_buf_free(&key);
+    leak_free(&leak);
     ev_free(&e);
     return rc ? sn_cli_fail("eval", &err) : SN_EXIT_OK;
 }

@@ -59,8 +59,8 @@ static void usage(FILE *f)
 "  -h, --help           this help\n"
 "\n"
 "Recipe keys of the `eval` section: dataset, experiments (as in simulate), k, baselines,\n"
-"bootstrap, seed, defended, defended_limit, gen_tokens_per_s; with an import: sets, k,\n"
-"baselines, bootstrap, seed, allow_overlap\n"
+"bootstrap, seed, defended, defended_limit, gen_tokens_per_s, allow_overlap; with an\n"
+"import: sets, k, baselines, bootstrap, seed, allow_overlap\n"
 "(docs/run.md).\n"
 "Section `import`: format (collab-attack, chatlog), answers, skip_unsupported, skip_bad,\n"
 "sets (list of {name, paths, group_model, adv_model}).\n"
@@ -589,7 +589,7 @@ static int run_stage(struct run *r, int s)
     case ST_EVAL: {
         static const char *const eval_keys[] = {
             "dataset", "experiments", "k", "bootstrap", "seed", "baselines", "defended",
-            "defended_limit", "gen_tokens_per_s", NULL};
+            "defended_limit", "gen_tokens_per_s", "allow_overlap", NULL};
         struct sn_err kerr = {0};
         if (!r->import && ev && sn_recipe_check_keys(ev, "eval", eval_keys, &kerr))
             return sn_cli_fail("run", &kerr);
@@ -651,8 +651,17 @@ static int run_stage(struct run *r, int s)
                 arg(&e, num[i + 1]);
             }
         }
-        if (r->import && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "allow_overlap")))
-            arg(&e, "--allow-overlap"); /* a model hold-out debates the training questions */
+        /* eval refuses debates on questions seen in training (docs/eval.md "Leakage"); a model
+        ** hold-out debates the training questions by design, and the demo's generated eval
+        ** set repeats training questions: with allow_overlap they are evaluated and split
+        ** into the groups question=seen and question=unseen */
+        const cJSON *ao = ev ? cJSON_GetObjectItemCaseSensitive(ev, "allow_overlap") : NULL;
+        if (ao && !cJSON_IsBool(ao)) {
+            fprintf(stderr, "sentinel run: recipe: eval.allow_overlap must be true or false\n");
+            return SN_EXIT_USAGE;
+        }
+        if (cJSON_IsTrue(ao))
+            arg(&e, "--allow-overlap");
         int base_n = e.n;
         arg(&e, "--detector");
         arg(&e, r->p_gguf);
@@ -741,7 +750,8 @@ static void print_headline(const char *path)
             defended = !strncmp(line, "== defended debates: ", 21);
             const char *g = defended ? line + 21 : line + 3;
             on = !strcmp(g, "all ==") || !strcmp(g, "domain=in ==") ||
-                 !strcmp(g, "domain=out ==");
+                 !strcmp(g, "domain=out ==") || !strcmp(g, "question=seen ==") ||
+                 !strcmp(g, "question=unseen ==");
             if (on)
                 printf("%s\n", line);
             continue;
@@ -809,8 +819,9 @@ static void summary(struct run *r, int n_ran)
         printf("\n== eval: the imported sets of eval.sets, held out of training (headline "
                "rows; the whole table: %s)\n", r->p_report);
     else
-        printf("\n== eval: fresh debates on items never trained on (headline rows; the whole "
-               "table: %s)\n", r->p_report);
+        printf("\n== eval: fresh debates on items never trained on (headline rows; with "
+               "eval.allow_overlap, question=seen holds those whose question text training "
+               "saw; the whole table: %s)\n", r->p_report);
     print_headline(r->p_report);
     const cJSON *sev = cJSON_GetObjectItemCaseSensitive(r->state, "eval_detector");
     if (!cJSON_IsTrue(sev))

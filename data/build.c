@@ -27,7 +27,40 @@ struct build {
     struct sn_tuples *b;
     struct sn_ids ids[SN_FIELD_COUNT];
     struct sn_build_progress prog;
+    /* content keys of the train split's questions (sn_question_keys): the manifest's
+    ** train_questions */
+    struct sn_strmap q_keys, qog_keys;
+    uint64_t n_q_trajectories;
 };
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* the keys of m sorted (slot order is no order), as a new JSON array; NULL when out of memory */
+static cJSON *sorted_keys(const struct sn_strmap *m)
+{
+    char **v = sn_malloc((m->n ? m->n : 1) * sizeof *v);
+    cJSON *a = v ? cJSON_CreateArray() : NULL;
+    size_t k = 0;
+    for (size_t i = 0; a && i < m->cap; i++)
+        if (m->slots[i].key)
+            v[k++] = m->slots[i].key;
+    if (a)
+        qsort(v, k, sizeof *v, cmp_str);
+    for (size_t i = 0; a && i < k; i++) {
+        cJSON *s = cJSON_CreateString(v[i]);
+        if (!s) {
+            cJSON_Delete(a);
+            a = NULL;
+            break;
+        }
+        cJSON_AddItemToArray(a, s);
+    }
+    sn_free(v);
+    return a;
+}
 
 static void annotate(void *user, cJSON *manifest)
 {
@@ -35,6 +68,37 @@ static void annotate(void *user, cJSON *manifest)
     cJSON *st = cJSON_AddObjectToObject(manifest, "stats");
     for (int k = 0; st && k < SN_TC_COUNT; k++)
         cJSON_AddNumberToObject(st, sn_tuples_count_name((enum sn_tuples_count)k), (double)sn_tuples_counts(bd->b)[k]);
+    /* Out of memory here leaves train_questions out, and `sentinel eval` refuses a manifest
+    ** without it, naming the fix: nothing half-recorded is ever read as complete. */
+    cJSON *q = sorted_keys(&bd->q_keys), *qog = q ? sorted_keys(&bd->qog_keys) : NULL;
+    cJSON *tq = qog ? cJSON_CreateObject() : NULL;
+    if (tq && cJSON_AddStringToObject(tq, "key", SN_QUESTION_KEY_ID) &&
+        cJSON_AddNumberToObject(tq, "trajectories", (double)bd->n_q_trajectories)) {
+        cJSON_AddItemToObject(tq, "question_sha256", q);
+        cJSON_AddItemToObject(tq, "question_options_gold_sha256", qog);
+        cJSON_AddItemToObject(manifest, "train_questions", tq);
+        return;
+    }
+    cJSON_Delete(q);
+    cJSON_Delete(qog);
+    cJSON_Delete(tq);
+}
+
+/* t's question keys into the manifest's train_questions when t is in the train split (the
+** split the builder gives it: sn_tuples_split), whether or not it yields tuples */
+static int add_train_question(struct build *bd, const struct sn_traj *t, struct sn_err *err)
+{
+    if (sn_tuples_split(t, &bd->p->tuples) != SN_SPLIT_TRAIN)
+        return SN_OK;
+    char q[65], qog[65];
+    int rc = sn_question_keys(t, q, qog, err);
+    if (!rc)
+        rc = sn_strmap_put(&bd->q_keys, q, 64, 0, NULL, err);
+    if (!rc)
+        rc = sn_strmap_put(&bd->qog_keys, qog, 64, 0, NULL, err);
+    if (!rc)
+        bd->n_q_trajectories++;
+    return rc;
 }
 
 static int on_tuple(void *user, const struct sn_tuple *t, struct sn_err *err)
@@ -218,7 +282,9 @@ int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *rep
             struct sn_prompt pr = {NULL, NULL, NULL, 0};
             size_t fixed = 0;
             sn_buf_reset(&task);
-            rc = sn_tuples_task(t, &task, err);
+            rc = add_train_question(&bd, t, err);
+            if (!rc)
+                rc = sn_tuples_task(t, &task, err);
             pr.task = task.data;
             if (!rc)
                 rc = sn_template_fixed_tokens(bd.tok, &pr, &fixed, err);
@@ -250,6 +316,8 @@ done:
     for (int f = 0; f < SN_FIELD_COUNT; f++)
         sn_ids_free(&bd.ids[f]);
     sn_buf_free(&task);
+    sn_strmap_free(&bd.q_keys);
+    sn_strmap_free(&bd.qog_keys);
     cJSON_Delete(settings);
     if (paths)
         sn_paths_free(paths, n_paths);

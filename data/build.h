@@ -44,8 +44,23 @@ struct sn_build_report {
 };
 
 /* Trajectories -> tokenized shards + manifest.json in out_dir (resumable: re-running after a
-** kill continues and gives byte-identical shards and manifest). */
+** kill continues and gives byte-identical shards and manifest). The manifest also records the
+** content keys (sn_question_keys) of every train-split trajectory's question under
+** `train_questions` (docs/formats.md "Manifest"). */
 int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *report,
                     struct sn_err *err);
+
+/* ---- question keys (data/build_questions.c) ---------------------------------------------
+** Content keys of a trajectory's question, so that a question is recognised whatever its
+** dataset or item id is called (docs/eval.md "Leakage"). With fold = sn_text_fold (NFC,
+** lower case, white space collapsed to one space, none at the ends; no line breaks):
+**   question = SHA-256 hex of "sentinel-question/1\n" fold(question)
+**   item     = SHA-256 hex of "sentinel-question/1\n" fold(question) "\n" <n_options in
+**              decimal> "\n" then fold(option) "\n" per option, then fold(gold) "\n"
+** (question + options + gold). SN_E_FORMAT for a text that is not valid UTF-8. The rule's
+** name, SN_QUESTION_KEY_ID, is in data/shard.h beside the manifest that records the keys. */
+struct sn_traj;
+int sn_question_keys(const struct sn_traj *t, char question[65], char item[65],
+                     struct sn_err *err);
 
 #endif

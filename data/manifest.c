@@ -202,3 +202,50 @@ int sn_manifest_verify(const struct sn_manifest *m, struct sn_err *err)
     }
     return SN_OK;
 }
+
+/* one array of 64-hex keys of train_questions into out */
+static int load_keys(const cJSON *tq, const char *name, const char *file,
+                     struct sn_strmap *out, struct sn_err *err)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(tq, name), *e;
+    if (!cJSON_IsArray(a))
+        return sn_err_set(err, SN_E_FORMAT, "%s: train_questions.%s: expected an array of "
+                          "SHA-256 hex strings", file, name);
+    size_t i = 0;
+    cJSON_ArrayForEach(e, a) {
+        if (!cJSON_IsString(e) || !is_hex64(e->valuestring))
+            return sn_err_set(err, SN_E_FORMAT, "%s: train_questions.%s[%zu]: expected 64 "
+                              "lower-case hex digits", file, name, i);
+        int rc = out ? sn_strmap_put(out, e->valuestring, 64, 0, NULL, err) : SN_OK;
+        if (rc)
+            return rc;
+        i++;
+    }
+    return SN_OK;
+}
+
+int sn_manifest_train_questions(const struct sn_manifest *m, struct sn_strmap *questions,
+                                struct sn_strmap *items, struct sn_err *err)
+{
+    const char *file = m->dir;
+    const cJSON *tq = cJSON_GetObjectItemCaseSensitive(m->json, "train_questions");
+    const cJSON *key = cJSON_GetObjectItemCaseSensitive(tq, "key");
+    if (!m->complete)
+        return sn_err_set(err, SN_E_FORMAT, "%s: the build is not complete, so its train "
+                          "questions are not all recorded; finish it (run `sentinel build` "
+                          "again)", file);
+    if (!tq)
+        return sn_err_set(err, SN_E_FORMAT, "%s: the manifest has no train_questions (a build "
+                          "made before questions were recorded); rebuild the shards with this "
+                          "sentinel into a new directory", file);
+    if (!cJSON_IsObject(tq) || !cJSON_IsString(key) ||
+        strcmp(key->valuestring, SN_QUESTION_KEY_ID) != 0)
+        return sn_err_set(err, SN_E_FORMAT, "%s: train_questions.key is '%s', this sentinel "
+                          "keys questions by '%s'; rebuild the shards with it", file,
+                          cJSON_IsString(key) ? key->valuestring : "(missing)",
+                          SN_QUESTION_KEY_ID);
+    int rc = load_keys(tq, "question_sha256", file, questions, err);
+    if (!rc)
+        rc = load_keys(tq, "question_options_gold_sha256", file, items, err);
+    return rc;
+}

@@ -189,6 +189,14 @@ struct sn_manifest {
 };
 /* Loads <dir>/manifest.json (or the file itself when path names a file). */
 int  sn_manifest_load(const char *path, struct sn_manifest **out, struct sn_err *err);
+/* The manifest's train_questions (docs/formats.md "Manifest"): the content keys of the train
+** split's questions (sn_question_keys, data/build.h), added to *questions (question text) and
+** *items (question + options + gold; may be NULL), values unused. SN_E_FORMAT, naming the fix,
+** when the build is not complete, predates the field, or records another key rule; a key that
+** is not 64 lower-case hex digits is SN_E_FORMAT naming it. */
+#define SN_QUESTION_KEY_ID "sentinel-question/1"
+int  sn_manifest_train_questions(const struct sn_manifest *m, struct sn_strmap *questions,
+                                 struct sn_strmap *items, struct sn_err *err);
 /* Paths ("<dir>/<file>") of the shards of one split in order (split = SN_SPLIT_COUNT: all).
 ** Free with sn_paths_free. */
 int  sn_manifest_paths(const struct sn_manifest *m, enum sn_split split, char ***paths,

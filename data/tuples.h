@@ -114,6 +114,14 @@ typedef int (*sn_tuple_fn)(void *user, const struct sn_tuple *t, struct sn_err *
 ** u = top 53 bits of SHA-256("sentinel-split/2\n<split_seed>\n<split_by>\n<value>") / 2^53
 ** and train when u < 1 - v - t, validation when u < 1 - t, else test. */
 enum sn_split sn_tuples_split(const struct sn_traj *t, const struct sn_tuples_params *p);
+/* The split rule a build recorded in its manifest's settings (split_by, split_seed,
+** validation_fraction, test_fraction, validation, test; docs/formats.md "Manifest") into p's
+** split fields (data/tuples_split.c), so sn_tuples_split(t, p) gives every trajectory the split
+** that build gave it. The lists point into settings (valid while it lives); their arrays are
+** allocated: release with sn_tuples_split_lists_free. SN_E_FORMAT names a missing or bad key. */
+int  sn_tuples_split_from_settings(const cJSON *settings, struct sn_tuples_params *p,
+                                   struct sn_err *err);
+void sn_tuples_split_lists_free(struct sn_tuples_params *p);
 /* SHA-256 (hex) of the four texts, each preceded by its byte length as 8 bytes
 ** little-endian (so no two different tuples share a preimage). */
 void sn_tuples_hash(const char *const text[SN_FIELD_COUNT], char hex[65]);

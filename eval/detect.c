@@ -22,7 +22,7 @@ enum { C_ATP, C_AFN, C_AFP, C_ATN, C_PTP, C_PFN, C_PFP, C_PTN, C_DEF, C_UNDEF, C
        C_MTP, C_MFN, C_MFP, C_MTN, C_COUNT };
 
 struct drec {
-    int      g[3];       /* group ids: scenario, dataset, domain */
+    int      g[4];       /* group ids: scenario, dataset, domain, the caller's (-1: none) */
     uint32_t cl;         /* bootstrap cluster: the debate's item (dataset, item id), shared by
                          ** every debate on that item (docs/eval.md "Intervals") */
     size_t   n_rounds;
@@ -142,6 +142,12 @@ const char *sn_detect_items_header(void)
 int sn_detect_add(struct sn_detect *d, const struct sn_traj *t, struct sn_buf *items,
                   struct sn_err *err)
 {
+    return sn_detect_add_in_group(d, t, NULL, NULL, items, err);
+}
+
+int sn_detect_add_in_group(struct sn_detect *d, const struct sn_traj *t, const char *kind,
+                           const char *value, struct sn_buf *items, struct sn_err *err)
+{
     size_t n = t->n_agents;
     if (n == 0 || n > SN_SIM_MAX_AGENTS)
         return sn_err_set(err, SN_E_FORMAT, "debate %s: %zu agents (1..%d supported)", t->id, n,
@@ -199,6 +205,11 @@ int sn_detect_add(struct sn_detect *d, const struct sn_traj *t, struct sn_buf *i
         dom = rec.n_att == 0 && t->n_interceptor == 0 ? "clean"
               : sn_detect_in_domain_scenario(t->scenario) ? "in" : "out";
     if ((rc = sn_detect_group_ids(&d->gname, &d->n_groups, t, dom, rec.g, err)))
+        return rc;
+    rec.g[3] = -1;
+    if (kind)
+        rc = sn_detect_group_id(&d->gname, &d->n_groups, kind, value, &rec.g[3], err);
+    if (rc)
         return rc;
     struct sn_buf ctx = {0};
     if (!rec.n_rounds) {
@@ -390,7 +401,7 @@ const char *const *sn_detect_groups(struct sn_detect *d, size_t *n_groups)
 
 static bool in_group(const struct drec *r, int g)
 {
-    return g == 0 || r->g[0] == g || r->g[1] == g || r->g[2] == g;
+    return g == 0 || r->g[0] == g || r->g[1] == g || r->g[2] == g || r->g[3] == g;
 }
 
 size_t sn_detect_n_rounds(const struct sn_detect *d, const char *group)

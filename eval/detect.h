@@ -7,7 +7,8 @@
 ** data/sim/defense.c: the one implementation) and accumulates the metrics of docs/eval.md. The
 ** metric code sees scores only: it does not know which ranker produced them, and rankers never
 ** see labels, but for the oracle (eval/detect_oracle.c), the ceiling every report carries.
-** Baseline rankers (random, shortest, disagree, ngram, judge) are in eval/detect_baselines.c;
+** Baseline rankers (random, shortest, disagree, judge) are in eval/detect_baselines.c, the
+** n-gram one in eval/detect_ngram.c;
 ** the runtime detector plugs in through the same struct.
 **
 ** Memory: the accumulator keeps, per debate, a few counts per round and one (score, label) pair
@@ -115,10 +116,15 @@ void sn_detect_free(struct sn_detect *d); /* NULL is fine */
 ** gets one CSV row per scored message (sn_detect_items_header). t is not kept. */
 int  sn_detect_add(struct sn_detect *d, const struct sn_traj *t, struct sn_buf *items,
                    struct sn_err *err);
+/* The same, the debate also in the group "<kind>=<value>" (kind NULL: none; `sentinel eval`
+** puts debates in question=seen or question=unseen, docs/eval.md "Leakage"). */
+int  sn_detect_add_in_group(struct sn_detect *d, const struct sn_traj *t, const char *kind,
+                            const char *value, struct sn_buf *items, struct sn_err *err);
 const char *sn_detect_items_header(void); /* no newline */
 
-/* Groups: "all", "scenario=<s>", "dataset=<d>", "domain=in|out|clean" (docs/eval.md
-** "Groups"). The names seen so far, NULL-terminated, borrowed until the next add. */
+/* Groups: "all", "scenario=<s>", "dataset=<d>", "domain=in|out|clean" and the caller's
+** (sn_detect_add_in_group) (docs/eval.md "Groups"). The names seen so far, NULL-terminated,
+** borrowed until the next add. */
 const char *const *sn_detect_groups(struct sn_detect *d, size_t *n_groups);
 /* Rounds seen in a group (the longest debate's). */
 size_t sn_detect_n_rounds(const struct sn_detect *d, const char *group);
@@ -166,26 +172,98 @@ int  sn_detect_train_items(const char *shards_dir, struct sn_strmap *items, stru
 int  sn_detect_item_key(const char *dataset, const char *item_id, struct sn_buf *out,
                         struct sn_err *err);
 
-/* Bag of word 1-2-grams, hashed into 2^bits buckets, logistic regression with L2 trained
-** pointwise: chosen texts label 1, rejected texts label 0 (docs/eval.md "n-gram baseline"). */
+/* ---- the n-gram baseline (eval/detect_ngram.c, eval/detect_ngram_data.c; docs/eval.md
+** "Baselines", "ngram") ------------------------------------------------------------------------
+** Terms: word and punctuation tokens (a word = a run of ASCII letters and digits and bytes
+** >= 0x80, ASCII-lower-cased; every other printable ASCII character is a token of its own, so
+** "(B)" is "(", "b", ")"), each token and each pair of neighbouring tokens. Vector: 1 + ln tf
+** per term of the training vocabulary, divided by its L2 norm. Model: class-balanced logistic
+** regression (weights n / (2 n_class)) with L2 strength 1/C on the weights (not the bias),
+** fitted by full-batch L-BFGS to convergence; the score is the logit of "trusted" (label true:
+** honest or chosen), higher = more trusted. Deterministic: same texts, same model. */
+#define SN_NGRAM_MAX_GRID 16
 struct sn_ngram_params {
-    int      bits;     /* default 18 */
-    double   l2;       /* default 1e-4 (per example) */
-    double   lr;       /* default 0.5 */
-    int      epochs;   /* default 5 */
-    uint64_t seed;     /* shuffle order, default 1 */
+    double   c;                   /* C of sn_ngram_train, and sn_ngram_select's fallback
+                                  ** (default 1) */
+    const double *c_grid;         /* sn_ngram_select's candidates, ascending; NULL = 0.01, 0.1,
+                                  ** 1, 10, 100 */
+    size_t   n_c_grid;            /* at most SN_NGRAM_MAX_GRID */
+    double   validation_fraction; /* of the groups held out to choose C (default 0.2) */
+    uint64_t seed;                /* salt of the validation split's hash (default 0) */
+    int      max_iter;            /* L-BFGS iterations per fit (default 1000) */
+    double   tol;                 /* converged when max |gradient| of the mean objective <=
+                                  ** tol (default 1e-7) */
 };
 struct sn_ngram_params sn_ngram_default_params(void);
+
+enum sn_ngram_labels { SN_NGRAM_ROLES, SN_NGRAM_TUPLES, SN_NGRAM_LABELS_COUNT };
+const char *sn_ngram_labels_name(enum sn_ngram_labels l);      /* "roles", "tuples" */
+int sn_ngram_labels_parse(const char *s, enum sn_ngram_labels *out, struct sn_err *err);
+
+/* What training did (for the report). */
+struct sn_ngram_info {
+    double c;                     /* the final fit's C */
+    size_t n_texts, n_trusted;    /* texts fitted, of which label true */
+    size_t n_features;            /* vocabulary terms */
+    int    iterations;            /* L-BFGS iterations of the final fit */
+    bool   converged;
+    bool   selected;              /* C chosen on the validation split */
+    size_t n_grid;                /* grid values tried, with their validation loss (the
+                                  ** class-balanced mean log loss) */
+    double c_grid[SN_NGRAM_MAX_GRID], validation_loss[SN_NGRAM_MAX_GRID];
+    size_t n_validation, n_validation_groups; /* texts and groups held out for the choice */
+    char   no_selection[192];     /* why C was not chosen ("" when it was) */
+    enum sn_ngram_labels labels;  /* sn_ngram_train_data: the data, */
+    size_t n_trajectories;        /* train-split trajectories (roles) or those with tuples */
+    size_t n_excluded;            /* of them left out as evaluated debates */
+};
+
 struct sn_ngram;
+/* Fits at C = p->c on texts[0..n) with labels (true = trusted). Both classes needed. */
 int  sn_ngram_train(const struct sn_ngram_params *p, const char *const *texts, const bool *label,
                     size_t n, struct sn_ngram **out, struct sn_err *err);
-/* The train split of a shard directory (its manifest.json): chosen and rejected texts. */
-int  sn_ngram_train_shards(const struct sn_ngram_params *p, const char *dir,
-                           struct sn_ngram **out, struct sn_err *err);
-double sn_ngram_logit(const struct sn_ngram *m, const char *text);
-const float *sn_ngram_weights(const struct sn_ngram *m, size_t *n); /* for tests */
+/* Chooses C: the groups (one per text, e.g. the question; NULL = one group "") whose hash
+** u = top 53 bits of SHA-256("sentinel-ngram-validation/1\n<seed>\n<group>") / 2^53 is below
+** validation_fraction are held out; a model is fitted on the rest for each C of the grid and
+** the C of the lowest class-balanced mean log loss on the held-out texts is kept (ties: the
+** smaller C); then that C is fitted on every text. When either side lacks a class, C = p->c
+** (info.no_selection says why). */
+int  sn_ngram_select(const struct sn_ngram_params *p, const char *const *texts,
+                     const bool *label, const char *const *groups, size_t n,
+                     struct sn_ngram **out, struct sn_err *err);
+
+/* The training data of `sentinel eval`'s n-gram baseline (eval/detect_ngram_data.c): roles =
+** the messages of the shard set's train-split trajectories labelled by role (honest trusted;
+** adversary messages and AITM-rewritten copies not), validation groups by question content
+** (sn_question_keys); tuples = the train split's distinct chosen (trusted) and rejected texts,
+** groups by item. */
+struct sn_ngram_data {
+    enum sn_ngram_labels labels;
+    const char *shards_dir;             /* the shard set (its manifest.json) */
+    const char *const *trajectories;    /* roles: files or directories where the trajectories
+                                        ** are; none = the manifest's settings.inputs (each
+                                        ** must have its recorded size) */
+    size_t      n_trajectories;
+    const struct sn_strmap *exclude;    /* debate ids left out of fitting and validation (the
+                                        ** evaluated debates); may be NULL */
+    bool        skip_bad;               /* skip malformed trajectory lines */
+};
+/* Reads the data and trains with sn_ngram_select. Roles: every tuple's trajectory of the train
+** split must be among the train-split trajectories read, else SN_E_ARG naming one. */
+int  sn_ngram_train_data(const struct sn_ngram_params *p, const struct sn_ngram_data *d,
+                         struct sn_ngram **out, struct sn_err *err);
+
+/* logit of "trusted" for text (terms outside the vocabulary are ignored) */
+int  sn_ngram_score(const struct sn_ngram *m, const char *text, double *logit,
+                    struct sn_err *err);
+double sn_ngram_logit(const struct sn_ngram *m, const char *text); /* NaN on failure */
+const struct sn_ngram_info *sn_ngram_get_info(const struct sn_ngram *m);
+/* The terms of text, one per line, in order (each token, and from the second token on the
+** pair "<previous> <token>" after it), appended to out: the tokenisation above, for tests and
+** for tests/ref/ngram_sklearn.py to compare against. */
+int  sn_ngram_terms(const char *text, struct sn_buf *out, struct sn_err *err);
 void sn_ngram_free(struct sn_ngram *m);
-struct sn_detect_ranker sn_ngram_ranker(struct sn_ngram *m); /* borrows m */
+struct sn_detect_ranker sn_ngram_ranker(struct sn_ngram *m); /* borrows m; name "ngram" */
 
 /* LLM judge: one chat request per (sentinel, round) with the prompt of docs/eval.md "LLM
 ** judge"; the reply's "RANKING:" line orders the agent ids from most to least trustworthy.

@@ -69,4 +69,7 @@ int sn_detect_each_train_tuple(const char *dir, const char *what,
                                            struct sn_err *err),
                                void *ctx, struct sn_err *err);
 
+/* the model's info, for eval/detect_ngram_data.c to add what the data was */
+struct sn_ngram_info *sn_ngram_info_mut(struct sn_ngram *m);
+
 #endif

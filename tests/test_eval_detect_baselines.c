@@ -137,20 +137,18 @@ static void test_ngram(void)
         texts[i] = buf[i];
     }
     struct sn_ngram_params p = sn_ngram_default_params();
-    p.bits = 16;
-    struct sn_ngram *a = NULL, *b = NULL, *c = NULL;
+    struct sn_ngram *a = NULL, *b = NULL;
     struct sn_err err = {0};
     CHECK(sn_ngram_train(&p, texts, label, N, &a, &err) == SN_OK);
     CHECK(sn_ngram_train(&p, texts, label, N, &b, &err) == SN_OK);
-    p.seed = 2;
-    CHECK(sn_ngram_train(&p, texts, label, N, &c, &err) == SN_OK);
-    if (!a || !b || !c)
+    if (!a || !b)
         goto out;
-    size_t na, nb, nc;
-    const float *wa = sn_ngram_weights(a, &na), *wb = sn_ngram_weights(b, &nb),
-                *wc = sn_ngram_weights(c, &nc);
-    CHECK(na == 65536 && na == nb && memcmp(wa, wb, na * sizeof *wa) == 0); /* same seed */
-    CHECK(memcmp(wa, wc, na * sizeof *wa) != 0); /* another shuffle, other weights */
+    CHECK(sn_ngram_get_info(a)->converged);
+    /* deterministic: the same texts give the same model, bit for bit */
+    for (size_t i = 0; i < N; i += 7) {
+        double za = sn_ngram_logit(a, texts[i]), zb = sn_ngram_logit(b, texts[i]);
+        CHECK(memcmp(&za, &zb, sizeof za) == 0);
+    }
     /* separable: every training text and unseen ones on the right side of 0 */
     int wrong = 0;
     for (size_t i = 0; i < N; i++)
@@ -164,6 +162,7 @@ static void test_ngram(void)
     }
     /* as a ranker: the appeal to authority ranks lowest */
     struct sn_detect_ranker r = sn_ngram_ranker(a);
+    CHECK_STR(r.name, "ngram");
     struct sn_detect_msg msgs[2] = {{1, "we computed it so the evidence shows B", "B"},
                                     {2, "trust me the answer is B", "B"}};
     struct sn_detect_view v = {NULL, "x", 0, 0, "", msgs, 2};
@@ -176,11 +175,33 @@ static void test_ngram(void)
 out:
     sn_ngram_free(a);
     sn_ngram_free(b);
-    sn_ngram_free(c);
+}
+
+/* The distinct (field, text) of the train tuples below (i < 80) whose trajectory
+** "t<i % 10>" is above skip_upto (-1: none skipped): what the tuple data holds. */
+static size_t toy_distinct(int skip_upto)
+{
+    struct sn_strmap m = {0};
+    struct sn_err err = {0};
+    for (size_t i = 0; i < 80; i++) {
+        if ((int)(i % 10) <= skip_upto)
+            continue;
+        char t[2][140];
+        toy_text(t[0] + 1, sizeof t[0] - 1, true, i);
+        toy_text(t[1] + 1, sizeof t[1] - 1, false, i + 1);
+        t[0][0] = 'c';
+        t[1][0] = 'r';
+        for (int k = 0; k < 2; k++)
+            sn_strmap_put(&m, t[k], strlen(t[k]), 0, NULL, &err);
+    }
+    size_t n = m.n;
+    sn_strmap_free(&m);
+    return n;
 }
 
 /* A shard set whose train split holds the toy set and whose validation split holds it with the
-** labels swapped: a model that read every split would not separate the train wording. */
+** labels swapped: the n-gram trained on tuple texts (--ngram-train tuples) reads the train
+** split only. */
 static void test_ngram_shards(void)
 {
     const char *dir = sn_test_dir("eval_detect_ngram_shards");
@@ -205,8 +226,9 @@ static void test_ngram_shards(void)
     int rc = SN_OK;
     for (size_t i = 0; i < 120 && !rc; i++) {
         bool val = i >= 80;
-        char ch[128], rj[128], sha[65], item[16];
+        char ch[128], rj[128], sha[65], item[16], traj[16];
         snprintf(item, sizeof item, val ? "v%zu" : "q%zu", val ? i : i % 5);
+        snprintf(traj, sizeof traj, "t%zu", i % 10);
         toy_text(ch, sizeof ch, !val, i);
         toy_text(rj, sizeof rj, val, i + 1);
         int32_t ids[3] = {1, 2, 3};
@@ -221,9 +243,9 @@ static void test_ngram_shards(void)
         }
         snprintf(sha, sizeof sha, "%064zx", i);
         t.meta = (struct sn_tuple_meta){.scenario = "collaboration", .dataset = "toy",
-                                        .trajectory_id = "t", .item_id = item, .round = 0, .chosen_agent = 0,
-                                        .rejected_agent = 3, .chosen_role = "honest",
-                                        .rejected_role = "adversary",
+                                        .trajectory_id = traj, .item_id = item, .round = 0,
+                                        .chosen_agent = 0, .rejected_agent = 3,
+                                        .chosen_role = "honest", .rejected_role = "adversary",
                                         .rejected_kind = "adversary",
                                         .split = val ? SN_SPLIT_VALIDATION : SN_SPLIT_TRAIN,
                                         .sha256 = sha};
@@ -234,9 +256,9 @@ static void test_ngram_shards(void)
     CHECK_MSG(rc == SN_OK, "%s", err.msg);
     sn_shard_set_close(set);
     struct sn_ngram_params p = sn_ngram_default_params();
-    p.bits = 16;
     struct sn_ngram *m = NULL;
-    CHECK_MSG(sn_ngram_train_shards(&p, dir, &m, &err) == SN_OK, "%s", err.msg);
+    struct sn_ngram_data nd = {.labels = SN_NGRAM_TUPLES, .shards_dir = dir};
+    CHECK_MSG(sn_ngram_train_data(&p, &nd, &m, &err) == SN_OK, "%s", err.msg);
     if (m) {
         char u[128];
         int wrong = 0;
@@ -245,9 +267,27 @@ static void test_ngram_shards(void)
             wrong += (sn_ngram_logit(m, u) > 0) != (bool)(i % 2);
         }
         CHECK_MSG(wrong == 0, "%d of 40 unseen texts misclassified", wrong);
+        const struct sn_ngram_info *in = sn_ngram_get_info(m);
+        CHECK(in->labels == SN_NGRAM_TUPLES && in->n_trajectories == 10 && in->n_excluded == 0);
+        CHECK_MSG(in->n_texts == toy_distinct(-1), "%zu texts", in->n_texts);
     }
     sn_ngram_free(m);
-    CHECK(sn_ngram_train_shards(&p, "/nonexistent-dir", &m, &err) != SN_OK && !m);
+    /* evaluated debates are left out of training: t0 and t1 hold 16 of the 80 tuples */
+    struct sn_strmap ex = {0};
+    CHECK(sn_strmap_put(&ex, "t0", 2, 0, NULL, &err) == SN_OK);
+    CHECK(sn_strmap_put(&ex, "t1", 2, 0, NULL, &err) == SN_OK);
+    nd.exclude = &ex;
+    CHECK_MSG(sn_ngram_train_data(&p, &nd, &m, &err) == SN_OK, "%s", err.msg);
+    if (m) {
+        const struct sn_ngram_info *in = sn_ngram_get_info(m);
+        CHECK_MSG(in->n_excluded == 2 && in->n_texts == toy_distinct(1), "%zu excluded, %zu "
+                  "texts", in->n_excluded, in->n_texts);
+    }
+    sn_ngram_free(m);
+    sn_strmap_free(&ex);
+    nd.shards_dir = "/nonexistent-dir";
+    nd.exclude = NULL;
+    CHECK(sn_ngram_train_data(&p, &nd, &m, &err) != SN_OK && !m);
 
     /* the train split's items: q0..q4 of dataset toy; the validation items are not in it */
     struct sn_strmap items = {0};
@@ -270,26 +310,21 @@ static void test_ngram_shards(void)
     sn_buf_free(&k);
     sn_strmap_free(&items);
 
-    /* `sentinel eval` refuses debates on train items unless --allow-overlap, then warns */
+    /* `sentinel eval` needs the manifest's train_questions for its leakage check: a shard set
+    ** without them (made before they were recorded) is refused, naming the fix; the check on
+    ** question text itself is tests/test_eval_ngram.c */
     const char *bin = getenv("SENTINEL_BIN");
     if (!bin)
         return;
     static const char *g[1] = {"AAABB"};
-    struct fx f[2] = {{.id = "o1", .item = "q1", .roles = "HHHAA", .gold = "A", .target = "B",
-                       .grid = g, .T = 1, .dataset = "toy"},
-                      {.id = "o2", .item = "v90", .roles = "HHHAA", .gold = "A", .target = "B",
+    struct fx f[1] = {{.id = "o1", .item = "q1", .roles = "HHHAA", .gold = "A", .target = "B",
                        .grid = g, .T = 1, .dataset = "toy"}};
     char path[1200];
     snprintf(path, sizeof path, "%s/t.jsonl", dir);
-    fx_write(path, f, 2);
+    fx_write(path, f, 1);
     CHECK(sn_test_sh("cd '%s' && '%s' eval -i t.jsonl --train-shards . --bootstrap 0 "
-                     "> out.txt 2> err.txt", dir, bin) == 1);
-    CHECK(sn_test_sh("grep -q \"debate o1 is on item 'q1'\" '%s/err.txt'", dir) == 0);
-    CHECK(sn_test_sh("cd '%s' && '%s' eval -i t.jsonl --train-shards . --allow-overlap "
-                     "--bootstrap 0 --json r.json > out.txt 2> err.txt", dir, bin) == 0);
-    CHECK(sn_test_sh("grep -q 'WARNING: 1 of 2 debates' '%s/err.txt'", dir) == 0);
-    CHECK(sn_test_sh("grep -q '\"debates_on_train_items\": 1' '%s/r.json'", dir) == 0);
-    CHECK(sn_test_sh("grep -q '\"ranker\": \"ngram\"' '%s/r.json'", dir) == 0);
+                     "--baselines random > out.txt 2> err.txt", dir, bin) == 1);
+    CHECK(sn_test_sh("grep -q 'no train_questions' '%s/err.txt'", dir) == 0);
 }
 
 /* the detector's (context, response) scorer as a ranker: one call per message, the view's

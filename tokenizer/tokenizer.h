@@ -41,6 +41,15 @@ int32_t sn_tokenizer_token_id(const struct sn_tokenizer *tok, const char *token)
 bool sn_tokenizer_is_special(const struct sn_tokenizer *tok, int32_t id);
 /* SHA-256 (hex) of the tokenizer.json bytes: the identity recorded in shards. Borrowed. */
 const char *sn_tokenizer_hash(const struct sn_tokenizer *tok);
+/* ---- folded text, for content keys (tokenizer/fold.c) ------------------------------------ */
+
+/* Appends the folded form of valid UTF-8 s[0..n) to out (NUL-terminated): Unicode NFC, then
+** every code point lower-cased (utf8proc_tolower), every run of white space (ASCII \t \n \v
+** \f \r, U+0085 and the categories Zs, Zl, Zp) made one space, none at either end. The result
+** holds no line break. Invalid UTF-8 is SN_E_FORMAT. `sentinel build` keys training questions by
+** it and `sentinel eval` looks evaluated ones up the same way (docs/eval.md "Leakage"). */
+int  sn_text_fold(const char *s, size_t n, struct sn_buf *out, struct sn_err *err);
+
 /* ---- a tokenizer from in-memory arrays (GGUF metadata, docs/formats.md#gguf) ------------- */
 
 /* Token types as llama.cpp's tokenizer.ggml.token_type stores them (append-only values). */
