@@ -48,7 +48,8 @@ static void usage(FILE *f)
 "                                sets named in eval.sets are replayed instead\n"
 "Each stage is skipped when OUT/run.json records it done from the same settings (SHA-256 of\n"
 "its recipe section(s) and of the stage before it), re-run from scratch when they changed\n"
-"(and every stage after it), and resumed after a kill. The run ends with a summary.\n"
+"(and every stage after it), and resumed after a kill. The run ends with a short summary,\n"
+"also saved as OUT/summary.txt (the whole tables: OUT/eval/report.txt).\n"
 "\n"
 "options:\n"
 "  -o, --out DIR        output directory (default: the recipe's out_dir)\n"
@@ -719,115 +720,113 @@ static void stage_outputs(struct run *r, int s, const char **a, const char **b)
     }
 }
 
-/* The headline part of eval's table (report.txt): the groups all, domain=in and domain=out,
-** and in them the headline figures (balanced accuracy, AUROC, the per-round hit rate; docs/eval.md
-** "Report"), the agent-level rates and task accuracy, every ranker and the best baseline as eval
-** prints them; then the summary block that ends the report, whole. */
-static void print_headline(const char *path)
+/* The summary block that ends eval's report.txt (docs/eval.md "Report"), appended to b without
+** its "== summary" header line: the headline figures of the group all (balanced accuracy, AUROC,
+** tie-neutral task accuracy; last round and pooled) of the detector, the oracle and the best
+** baseline, eval's sentences on where the detector beats the best baseline and where it does
+** not, and the defended debates' recovery. Copied, not re-derived, so the run's summary and the
+** report cannot disagree. A report without the block (an older eval) gets one line saying so. */
+static int eval_summary(struct sn_buf *b, const char *path, struct sn_err *err)
 {
     char *txt = NULL;
     size_t len = 0;
-    struct sn_err err = {0};
-    if (sn_file_read(path, 0, &txt, &len, &err)) {
-        printf("  (no eval report: %s)\n", err.msg);
-        return;
-    }
-    static const char *const rows[] = {"-- ", "figure ", "balanced accuracy (agents)",
-                                       "AUROC", "hit rate", "detection accuracy (agents)",
-                                       "FPR (agents)", "FNR (agents)", "task accuracy", NULL};
-    bool on = false, defended = false, in_summary = false;
-    for (char *line = txt, *next; line && *line; line = next) {
+    struct sn_err rerr = {0};
+    if (sn_file_read(path, 0, &txt, &len, &rerr))
+        return sn_buf_printf(b, err, "  (no eval report: %s)\n", rerr.msg);
+    int rc = SN_OK;
+    bool in_summary = false, any = false;
+    for (char *line = txt, *next; !rc && line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
-        if (!strncmp(line, "== ", 3))
-            in_summary = !strncmp(line, "== summary", 10);
-        if (in_summary) {
-            printf("%s\n", line);
-            continue;
-        }
         if (!strncmp(line, "== ", 3)) {
-            defended = !strncmp(line, "== defended debates: ", 21);
-            const char *g = defended ? line + 21 : line + 3;
-            on = !strcmp(g, "all ==") || !strcmp(g, "domain=in ==") ||
-                 !strcmp(g, "domain=out ==") || !strcmp(g, "question=seen ==") ||
-                 !strcmp(g, "question=unseen ==");
-            if (on)
-                printf("%s\n", line);
+            in_summary = !strncmp(line, "== summary", 10);
             continue;
         }
-        if (!on)
-            continue;
-        if (defended) { /* every round, the overall row and why recovery is n/a overall */
-            if (!strncmp(line, "round ", 6) || !strncmp(line, "overall", 7) ||
-                !strncmp(line, "last", 4) || !strncmp(line, "  round last:", 13) ||
-                (*line >= '0' && *line <= '9') || !strncmp(line, "  round overall:", 16))
-                printf("%s\n", line);
-            continue;
+        if (in_summary && *line) {
+            rc = sn_buf_printf(b, err, "%s\n", line);
+            any = true;
         }
-        for (int i = 0; rows[i]; i++)
-            if (!strncmp(line, rows[i], strlen(rows[i]))) {
-                printf("%s\n", line);
-                break;
-            }
     }
     sn_free(txt);
+    if (!rc && !any)
+        rc = sn_buf_printf(b, err, "  (%s has no summary block: its tables are the figures)\n",
+                           path);
+    return rc;
 }
 
-static void summary(struct run *r, int n_ran)
+/* What the run prints at the end (docs/run.md "Summary"), at most about 25 lines: where the
+** outputs are, the trainer's held-out pairwise accuracy, and eval's summary block. The same
+** text is saved as OUT/summary.txt (atomically) when a stage ran or the file is missing, so a
+** run that did nothing touches no file; scripts/readme_example.py reads it for README.md. */
+static int summary(struct run *r, int n_ran)
 {
-    char path[PATH_MAX + 64], ckpt[PATH_MAX + 64] = "";
+    char path[PATH_MAX + 64], ckpt[PATH_MAX + 64] = "", sum_path[PATH_MAX + 32];
     struct sn_err err = {0};
+    struct sn_buf b = {0};
     cJSON *fm = NULL;
-    printf("\n== sentinel run: %s\n", n_ran ? "summary" : "summary (nothing re-ran)");
+    int rc = SN_OK;
+#define OUT(...) do { if (!rc) rc = sn_buf_printf(&b, &err, __VA_ARGS__); } while (0)
     snprintf(path, sizeof path, "%s/final_metrics.json", r->p_train);
+    snprintf(sum_path, sizeof sum_path, "%s/summary.txt", r->out);
     if (!sn_json_load(path, &fm, &err)) {
         const char *best = str_key(fm, "best_checkpoint");
         if (best)
             snprintf(ckpt, sizeof ckpt, "%s/%s", r->p_train, best);
     }
-    printf("  detector      %s\n", r->p_gguf);
-    printf("  checkpoint    %s%s\n", ckpt[0] ? ckpt : r->p_train,
-           full_mode(r) ? " (full-mode model directory)" : " (PEFT adapter)");
-    printf("  metrics       %s/metrics.jsonl, %s\n", r->p_train, path);
-    printf("  eval report   %s, %s\n", r->p_report, r->p_report_json);
+    err = (struct sn_err){0};
+    OUT("== sentinel run: summary (this text: %s)\n", sum_path);
+    OUT("  detector      %s\n", r->p_gguf);
+    OUT("  checkpoint    %s%s\n", ckpt[0] ? ckpt : r->p_train,
+        full_mode(r) ? " (full-mode model directory)" : " (PEFT adapter)");
+    OUT("  metrics       %s/metrics.jsonl, %s\n", r->p_train, path);
+    OUT("  eval report   %s (every table: per round, per group, defended debates), %s\n",
+        r->p_report, r->p_report_json);
     if (sn_path_exists(r->p_items))
-        printf("  eval items    %s (one row per scored message and ranker)\n", r->p_items);
+        OUT("  eval items    %s (one row per scored message and ranker)\n", r->p_items);
     const cJSON *stp = fm ? cJSON_GetObjectItemCaseSensitive(fm, "step") : NULL;
     double step = cJSON_IsNumber(stp) ? stp->valuedouble : -1;
     const char *split_by = str_key(section(r, "build"), "split_by");
     if (fm && (!split_by || !strcmp(split_by, "item")))
-        printf("  (held-out splits are by question: no validation or test item was trained "
-               "on; docs/formats.md#shard)\n");
+        OUT("  (held-out splits are by question: no validation or test item was trained on; "
+            "docs/formats.md#shard)\n");
     else if (fm)
-        printf("  (held-out splits hold out whole values of build.split_by = %s: none of them "
-               "was trained on; docs/formats.md#shard)\n", split_by);
+        OUT("  (held-out splits hold out whole values of build.split_by = %s: none of them "
+            "was trained on; docs/formats.md#shard)\n", split_by);
     for (int i = 0; fm && i < 2; i++) {
         const char *split = i ? "test" : "validation";
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(fm, split);
         const cJSON *acc = o ? cJSON_GetObjectItemCaseSensitive(o, "accuracy") : NULL;
         const cJSON *al = o ? cJSON_GetObjectItemCaseSensitive(o, "align_accuracy") : NULL;
         if (cJSON_IsNumber(acc))
-            printf("  held-out pairwise accuracy, %s split (final weights, step %.0f): "
-                   "chosen over rejected %.3f%s", split, step, acc->valuedouble,
-                   cJSON_IsNumber(al) ? "" : "\n");
+            OUT("  held-out pairwise accuracy, %s split (final weights, step %.0f): chosen over "
+                "rejected %.3f", split, step, acc->valuedouble);
         if (cJSON_IsNumber(acc) && cJSON_IsNumber(al))
-            printf(", chosen over reference %.3f\n", al->valuedouble);
+            OUT(", chosen over reference %.3f", al->valuedouble);
+        if (cJSON_IsNumber(acc))
+            OUT("\n");
     }
     cJSON_Delete(fm);
-    if (r->import)
-        printf("\n== eval: the imported sets of eval.sets, held out of training (headline "
-               "rows; the whole table: %s)\n", r->p_report);
-    else
-        printf("\n== eval: fresh debates on items never trained on (headline rows; with "
-               "eval.allow_overlap, question=seen holds those whose question text training "
-               "saw; the whole table: %s)\n", r->p_report);
-    print_headline(r->p_report);
+    OUT("\n== eval: %s, group all (eval's summary; the whole table: %s)\n",
+        r->import ? "the imported sets of eval.sets, held out of training"
+                  : "fresh debates on items never trained on (with eval.allow_overlap "
+                    "their questions may repeat training's: report.txt's question=seen and "
+                    "question=unseen groups)", r->p_report);
+    if (!rc)
+        rc = eval_summary(&b, r->p_report, &err);
     const cJSON *sev = cJSON_GetObjectItemCaseSensitive(r->state, "eval_detector");
     if (!cJSON_IsTrue(sev))
-        printf("\nsentinel run: the detector is NOT in the eval figures above: this build's "
-               "`sentinel eval` does not take --detector yet (exit 3). Its held-out pairwise "
-               "accuracy is the trainer's figure above.\n");
+        OUT("\nsentinel run: the detector is NOT in the eval figures above: this build's "
+            "`sentinel eval` does not take --detector yet (exit 3). Its held-out pairwise "
+            "accuracy is the trainer's figure above.\n");
+#undef OUT
+    if (!rc) {
+        printf("\n%s", b.data);
+        if (n_ran || !sn_path_exists(sum_path))
+            rc = sn_atomic_write(sum_path, b.data, b.len, &err);
+    }
+    sn_buf_free(&b);
+    return rc ? sn_cli_fail("run", &err) : SN_OK;
 }
 
 int sn_cmd_run(int argc, char **argv)
@@ -979,6 +978,11 @@ int sn_cmd_run(int argc, char **argv)
                 cJSON_DeleteItemFromObjectCaseSensitive(r.state, "eval_detector");
         }
         printf("\n== sentinel run: %s (%s)\n", stage_name(&r, s), why);
+        if (!n_ran) { /* the old summary describes outputs this run is about to replace */
+            char sum_path[PATH_MAX + 32];
+            snprintf(sum_path, sizeof sum_path, "%s/summary.txt", r.out);
+            unlink(sum_path);
+        }
         if ((rc = save_state(&r, s, "running")))
             break;
         if (s == ST_EVAL && sn_mkdirs(r.p_eval, &err)) {
@@ -1008,7 +1012,7 @@ int sn_cmd_run(int argc, char **argv)
     } else if (!rc) {
         if (!n_ran)
             printf("sentinel run: nothing to do: every stage is up to date in %s\n", r.out);
-        summary(&r, n_ran);
+        rc = summary(&r, n_ran);
     }
 done:
     cJSON_Delete(r.recipe);

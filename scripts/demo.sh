@@ -10,11 +10,5 @@ out=${SENTINEL_DEMO_OUT:-out/quickstart}
 recipe=recipes/quickstart.json
 start=$(date +%s)
 "$bin" run "$recipe" -o "$out"
-cat <<EOT
-
-demo: done in $(( $(date +%s) - start )) s.
-  detector      $out/detector.gguf   (sentinel score --detector $out/detector.gguf ...)
-  eval report   $out/eval/report.txt, $out/eval/report.json
-  training      $out/train/metrics.jsonl, $out/train/final_metrics.json
-  stage record  $out/run.json        (make demo again: every stage is skipped)
-EOT
+echo "demo: done in $(( $(date +%s) - start )) s (the summary above is also $out/summary.txt;" \
+     "make demo again: every stage is skipped)"

@@ -30,7 +30,14 @@ done
 grep -q "detector      $tmp/a/detector.gguf" "$tmp/a1.log" || fail "summary does not name the detector"
 grep -q "held-out pairwise accuracy, test split" "$tmp/a1.log" || fail "summary lacks the held-out accuracy"
 grep -q "eval items    $tmp/a/eval/items.csv" "$tmp/a1.log" || fail "summary does not name the eval items"
-grep -q "== defended debates: all ==" "$tmp/a1.log" || fail "summary lacks the defended debates (accuracy recovery)"
+grep -q "^defended debates, last round: recovery" "$tmp/a1.log" \
+  || fail "summary lacks the defended debates (accuracy recovery)"
+# the run ends with its summary, at most 25 lines, also saved as summary.txt (docs/run.md)
+n=$(wc -l < "$tmp/a/summary.txt")
+[ "$n" -le 25 ] || { cat "$tmp/a/summary.txt"; fail "summary is $n lines (at most 25)"; }
+tail -n "$n" "$tmp/a1.log" | cmp -s - "$tmp/a/summary.txt" || fail "the run does not end with summary.txt"
+grep -q "^the detector beats the best baseline on: " "$tmp/a/summary.txt" \
+  || fail "summary lacks eval's sentences on the best baseline"
 /usr/bin/python3 - "$tmp/a/run.json" "$tmp/a/eval/report.json" <<'PY' || fail "run.json / report.json"
 import json, sys
 st = json.load(open(sys.argv[1]))["stages"]
