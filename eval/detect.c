@@ -268,7 +268,8 @@ int sn_detect_add_in_group(struct sn_detect *d, const struct sn_traj *t, const c
             }
             if (!m)
                 continue;
-            struct sn_detect_view v = {t, t->id, (int)s, r, (const char *)ctx.data, msgs, m};
+            struct sn_detect_view v = {t, t->id, (int)s, r, (const char *)ctx.data, msgs, m,
+                                       bl[s]};
             rc = d->r.score(d->r.ctx, &v, sc, err);
             if (rc) {
                 sn_err_wrap(err, "ranker %s, debate %s, round %zu, sentinel %zu", d->r.name,

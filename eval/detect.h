@@ -38,6 +38,8 @@ struct sn_detect_view {
                                     ** (sn_tuples_context; docs/eval.md "Context") */
     const struct sn_detect_msg *msgs;
     size_t      n_msgs;
+    uint64_t    listed;             /* senders on this sentinel's list before this round (bit j:
+                                    ** slot j); the oracle ranks unlisted adversaries first */
 };
 
 struct sn_detect_ranker {

@@ -4,11 +4,12 @@
 ** perfect, so that a ranker's figures can be read against what the rule allows. Every other
 ** ranker is denied the labels; the oracle reads them, with the replay's own definition of an
 ** adversarial message (eval/detect.c: the sender is not honest, or the copy delivered to this
-** sentinel was tampered). Adversarial messages score below every honest one and, among
-** themselves, by slot (the lowest slot lowest), so with k below the number of adversaries
-** rule `all` keeps choosing the same one: the figures say what k allows, not what a luckier
-** order would. Honest messages all score 0 and the seeded tie rule orders them, as it would
-** any ranker's ties. */
+** sentinel was tampered). Adversarial messages score below every honest one; among
+** themselves, those of senders not yet on this sentinel's list lowest, then by slot (the
+** lowest slot lowest). So with k below the number of adversaries each round adds one not yet
+** listed, and the cumulative list (Algorithm 1) holds every adversary as soon as k allows: no
+** ranking reaches more under the same k and rule. Honest messages all score 0 and the seeded
+** tie rule orders them, as it would any ranker's ties. */
 #include "eval/detect_internal.h"
 
 static bool tampered_for(const struct sn_traj *t, size_t round, int sender, int sentinel)
@@ -30,8 +31,10 @@ static int oracle_score(void *ctx, const struct sn_detect_view *v, double *score
         int j = v->msgs[i].sender;
         bool honest = j >= 0 && (size_t)j < t->n_agents && t->agents[j].role == SN_ROLE_HONEST;
         bool adversarial = !honest || tampered_for(t, v->round, j, v->sentinel);
-        /* slots lie in [0, SN_SIM_MAX_AGENTS): every adversarial score is negative */
-        scores[i] = adversarial ? (double)j - (double)SN_SIM_MAX_AGENTS : 0.0;
+        /* slots lie in [0, SN_SIM_MAX_AGENTS): every adversarial score is negative, and an
+        ** unlisted sender's below every listed one's */
+        bool listed = j >= 0 && j < 64 && ((v->listed >> j) & 1);
+        scores[i] = adversarial ? (double)j - (listed ? 1.0 : 2.0) * SN_SIM_MAX_AGENTS : 0.0;
     }
     return SN_OK;
 }

@@ -144,15 +144,25 @@ static int tally_arm(const char *arm, struct tally *ta, const char *want_scenari
             ta->ok_tn[rd] += credit(all, t->n_agents, t->gold);
             ta->kept_tn[rd] += credit(kept, t->n_agents, t->gold);
             /* the oracle, k = 1, rule all: every honest sentinel drops the lowest-slot
-            ** attacker that spoke this round (complete topology, no tampering) */
-            int low = -1;
-            for (size_t j = 0; j < t->n_agents && low < 0; j++)
-                if (t->agents[j].role == SN_ROLE_ADVERSARY && sn_traj_msg_of(t, rd, (int)j))
-                    low = (int)j;
+            ** attacker that spoke this round and is not on its list yet, else the lowest-slot
+            ** one (complete topology, no tampering) */
             const char *okept[64];
-            for (size_t s = 0; s < t->n_agents; s++)
-                if (low >= 0 && t->agents[s].role == SN_ROLE_HONEST)
+            for (size_t s = 0; s < t->n_agents; s++) {
+                if (t->agents[s].role != SN_ROLE_HONEST)
+                    continue;
+                int low = -1, low_new = -1;
+                for (size_t j = 0; j < t->n_agents; j++)
+                    if (t->agents[j].role == SN_ROLE_ADVERSARY && sn_traj_msg_of(t, rd, (int)j)) {
+                        if (low < 0)
+                            low = (int)j;
+                        if (low_new < 0 && !((obl[s] >> j) & 1))
+                            low_new = (int)j;
+                    }
+                if (low_new >= 0)
+                    low = low_new;
+                if (low >= 0)
                     obl[s] |= 1ULL << low;
+            }
             for (size_t j = 0; j < t->n_agents; j++) {
                 int votes = 0, eligible = 0;
                 for (size_t s = 0; s < t->n_agents; s++)

@@ -45,7 +45,7 @@ static size_t view_of(const struct sn_traj *t, int s, char *ctx, struct sn_detec
             continue;
         msgs[m++] = (struct sn_detect_msg){(int)j, tm->text, tm->parsed ? tm->answer : NULL};
     }
-    *v = (struct sn_detect_view){t, t->id, s, 0, ctx, msgs, m};
+    *v = (struct sn_detect_view){t, t->id, s, 0, ctx, msgs, m, 0};
     return m;
 }
 
@@ -165,7 +165,7 @@ static void test_ngram(void)
     CHECK_STR(r.name, "ngram");
     struct sn_detect_msg msgs[2] = {{1, "we computed it so the evidence shows B", "B"},
                                     {2, "trust me the answer is B", "B"}};
-    struct sn_detect_view v = {NULL, "x", 0, 0, "", msgs, 2};
+    struct sn_detect_view v = {NULL, "x", 0, 0, "", msgs, 2, 0};
     double s[2];
     CHECK(r.score(r.ctx, &v, s, &err) == SN_OK && s[1] < s[0]);
     /* one class only: refused */
@@ -351,7 +351,7 @@ static void test_scorer_ranker(void)
     struct sn_detect_ranker r = sn_detect_scorer_ranker(&sc);
     CHECK(strcmp(r.name, "detector") == 0);
     struct sn_detect_msg msgs[2] = {{1, "abc", "A"}, {3, "abcdef", "B"}};
-    struct sn_detect_view v = {NULL, "x", 0, 2, "Question: Q?", msgs, 2};
+    struct sn_detect_view v = {NULL, "x", 0, 2, "Question: Q?", msgs, 2, 0};
     double s[2];
     struct sn_err err = {0};
     CHECK(r.score(r.ctx, &v, s, &err) == SN_OK);
@@ -409,7 +409,7 @@ static void test_judge_server(void)
         struct sn_detect_msg msgs[3] = {{1, "Honest text. FINAL ANSWER: A", "A"},
                                         {2, "More honest text [[fake:ranking=2 3 1]]", "A"},
                                         {3, "Adversarial pitch. FINAL ANSWER: B", "B"}};
-        struct sn_detect_view v = {NULL, "dj", 0, 1, "Question: Q?", msgs, 3};
+        struct sn_detect_view v = {NULL, "dj", 0, 1, "Question: Q?", msgs, 3, 0};
         double s[3];
         CHECK_MSG(r.score(r.ctx, &v, s, &err) == SN_OK, "%s", err.msg);
         CHECK(s[1] == 3 && s[2] == 2 && s[0] == 1);

@@ -2,9 +2,10 @@
 ** through the replay of eval/detect.c. Hand-computed figures:
 **   - k equal to the number of adversaries: balanced accuracy 1, FPR 0, FNR 0, hit rate 1,
 **     AUROC 1, every round;
-**   - k below it (rule all): the same adversary, the lowest slot, every round: FNR 1/2,
-**     balanced accuracy 3/4; rule unlisted: the next adversary in round 1 (balanced accuracy
-**     1), and in round 2 no adversarial candidate left (no ranking counts for the hit rate);
+**   - k below it: the lowest slot in round 0 (FNR 1/2, balanced accuracy 3/4), the adversary
+**     not yet listed in round 1 (balanced accuracy 1 from then on), under rule all and
+**     unlisted; under unlisted round 2 has no adversarial candidate left (no ranking counts
+**     for the hit rate);
 **   - k above it: the extra places go to honest agents by the seeded tie rule, computed here
 **     from sn_defense_tie_key;
 **   - three agents (one adversary, k = 1): the two honest agents left split 1-1, so the
@@ -83,29 +84,35 @@ static void test_k_equal(void)
     sn_detect_free(d);
 }
 
-/* k = 1 below 2 adversaries. Rule all: slot 3 (the lower adversary) is every sentinel's B_t
-** every round; 4 is never held: FNR 1/2, FPR 0, balanced 3/4; hit rate 3/3 each round. Rule
-** unlisted: round 0 {3}, round 1 {4} (3 is listed): balanced 3/4 then 1; round 2 ranks only
-** honest senders, so no ranking counts for the hit rate (n = 0). */
+/* k = 1 below 2 adversaries. Rule all: round 0 every sentinel's B_t is {3} (the lower slot),
+** round 1 {4} (not yet listed), round 2 {3} again: the lists hold 3 from round 0 and 4 from
+** round 1: FNR 1/2 then 0, FPR 0, balanced 3/4 then 1 (pooled over rounds: FNR 1/6, balanced
+** 11/12); hit rate 3/3 each round. Rule unlisted: round 0 {3}, round 1 {4}: the same lists;
+** round 2 ranks only honest senders, so no ranking counts for the hit rate (n = 0). */
 static void test_k_below(void)
 {
-    struct fx f = {.id = "o2", .roles = "HHHAA", .gold = "A", .target = "B", .grid = grid5,
+    static const char *grid_kb[3] = {"AABBB", "AABBB", "AAABB"};
+    struct fx f = {.id = "o2", .roles = "HHHAA", .gold = "A", .target = "B", .grid = grid_kb,
                    .T = 3};
     struct sn_detect *d = run(&f, 1, 1, SN_DEFENSE_RULE_ALL, NULL);
     if (d) {
         for (size_t r = 0; r < 3; r++) {
             struct sn_detect_summary s = sum(d, r);
-            CHECK_CLOSE(s.agent_fnr.p, 0.5, 0, 0);
+            CHECK_CLOSE(s.agent_fnr.p, r == 0 ? 0.5 : 0.0, 0, 0);
             CHECK_CLOSE(s.agent_fpr.p, 0.0, 0, 0);
-            CHECK_CLOSE(s.agent_bacc.p, 0.75, 1e-12, 0);
+            CHECK_CLOSE(s.agent_bacc.p, r == 0 ? 0.75 : 1.0, 1e-12, 0);
             CHECK_CLOSE(s.hit.k, 3, 0, 0);
             CHECK_CLOSE(s.hit.n, 3, 0, 0);
         }
-        /* round 1 votes: kept A A B . B: 2-2, tie-neutral 1/2, strict 0 */
-        struct sn_detect_summary s = sum(d, 1);
+        /* round 0 votes: kept A A B . B: 2-2, tie-neutral 1/2, strict 0; round 1: A A B, both
+        ** adversaries out: A, right under both rules */
+        struct sn_detect_summary s = sum(d, 0);
         CHECK_CLOSE(s.task_defended.p, 0.0, 0, 0);
         CHECK_CLOSE(s.task_defended_neutral.p, 0.5, 1e-12, 0);
-        CHECK_CLOSE(sum(d, SN_DETECT_POOLED).agent_bacc.p, 0.75, 1e-12, 0);
+        s = sum(d, 1);
+        CHECK_CLOSE(s.task_defended.p, 1.0, 0, 0);
+        CHECK_CLOSE(s.task_defended_neutral.p, 1.0, 0, 0);
+        CHECK_CLOSE(sum(d, SN_DETECT_POOLED).agent_bacc.p, 11.0 / 12.0, 1e-12, 0);
         sn_detect_free(d);
     }
     d = run(&f, 1, 1, SN_DEFENSE_RULE_UNLISTED, NULL);
@@ -219,8 +226,8 @@ static void test_aitm(void)
     CHECK(sn_detect_create(&p, &r, &d, &err) == SN_OK);
     if (d && t) {
         CHECK_MSG(sn_detect_add(d, t, &items, &err) == SN_OK, "%s", err.msg);
-        /* round 0, sentinel 2, sender 0: adversarial, -64, blacklisted */
-        CHECK_MSG(items.data && strstr(items.data, ",0,2,0,1,-64,1\n"), "%s",
+        /* round 0, sentinel 2, sender 0: adversarial, not yet listed: 0 - 128, blacklisted */
+        CHECK_MSG(items.data && strstr(items.data, ",0,2,0,1,-128,1\n"), "%s",
                   items.data ? items.data : "");
         CHECK(items.data && strstr(items.data, ",0,1,0,0,0,"));
         CHECK_CLOSE(sum(d, 0).auroc.p, 1.0, 0, 0);
