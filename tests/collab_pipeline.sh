@@ -43,7 +43,7 @@ set -e
 
 # 1. the whole pipeline
 "$bin" run "$recipe" -o "$tmp/a" "${small[@]}" > "$tmp/a1.log" 2>&1 || { cat "$tmp/a1.log"; fail "run"; }
-stages=$(grep -E '^== sentinel run: [a-z]+ \(' "$tmp/a1.log" | sed -E 's/^== sentinel run: ([a-z]+) .*/\1/' \
+stages=$(grep -E '^== sentinel run: (import|simulate|build|train|export|eval) \(' "$tmp/a1.log" | sed -E 's/^== sentinel run: ([a-z]+) .*/\1/' \
          | tr '\n' ' ' | sed 's/ $//')
 [ "$stages" = "import build train export eval" ] || { cat "$tmp/a1.log"; fail "stages '$stages'"; }
 for f in trajectories/mmlu.jsonl.gz trajectories/medmcqa.jsonl.gz shards/manifest.json \
