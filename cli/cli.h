@@ -10,6 +10,8 @@
 #include "common/common.h"
 #include "data/sim/sim.h"
 
+#include <signal.h>
+
 enum { SN_EXIT_OK = 0, SN_EXIT_FAIL = 1, SN_EXIT_USAGE = 2, SN_EXIT_UNAVAILABLE = 3 };
 
 int sn_cmd_run(int argc, char **argv);
@@ -48,6 +50,15 @@ int sn_cmd_inspect(int argc, char **argv);
 /* Prints "sentinel <cmd>: <err->msg>" to stderr and returns SN_EXIT_FAIL (or SN_EXIT_USAGE when
 ** err->code is SN_E_ARG). */
 int sn_cli_fail(const char *cmd, const struct sn_err *err);
+
+/* Child processes and tree removal (cli/proc.c) for commands that drive other commands.
+** sn_cli_spawn runs argv (argv[0] an executable path), stdout to out_path when given, and
+** returns the child's exit status or 128 + its signal; *child_pid (may be NULL) holds the
+** child's pid while it runs, for the caller's signal forwarding. sn_cli_remove_tree is rm -r
+** without following links (0, or -1 said on stderr as "sentinel <cmd>: cannot remove ..."). */
+int sn_cli_spawn(const char *cmd, char **argv, const char *out_path,
+                 volatile sig_atomic_t *child_pid);
+int sn_cli_remove_tree(const char *cmd, const char *path);
 /* Prints "sentinel <cmd>: <reason>; try 'sentinel <cmd> --help'" and returns SN_EXIT_USAGE. */
 int sn_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* For subcommands this build does not have: prints why and returns SN_EXIT_UNAVAILABLE. */

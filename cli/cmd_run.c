@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -78,35 +77,9 @@ static void forward_signal(int sig)
         kill((pid_t)child_pid, sig);
 }
 
-/* Runs argv (argv[0] = the sentinel executable); stdout goes to out_path when given.
-** Returns the child's exit status, or 128 + signal. */
 static int spawn(char **argv, const char *out_path)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "sentinel run: fork: %s\n", strerror(errno));
-        return SN_EXIT_FAIL;
-    }
-    if (pid == 0) {
-        if (out_path) {
-            int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
-                _exit(127);
-            close(fd);
-        }
-        execv(argv[0], argv);
-        fprintf(stderr, "sentinel run: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    child_pid = pid;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    child_pid = 0;
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return sn_cli_spawn("run", argv, out_path, &child_pid);
 }
 
 struct argv_b {
@@ -119,42 +92,6 @@ static void arg(struct argv_b *b, const char *s)
     if (b->n < (int)(sizeof b->a / sizeof b->a[0]) - 1)
         b->a[b->n++] = (char *)s;
     b->a[b->n] = NULL;
-}
-
-/* ---- files -------------------------------------------------------------------------------- */
-
-/* rm -r without following links. */
-static int remove_tree(const char *path)
-{
-    struct stat sb;
-    if (lstat(path, &sb))
-        return errno == ENOENT ? 0 : -1;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        if (!d)
-            goto fail;
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            char *child = sn_path_join_new(path, e->d_name);
-            int bad = !child || remove_tree(child);
-            sn_free(child);
-            if (bad) {
-                closedir(d);
-                return -1;
-            }
-        }
-        closedir(d);
-        if (rmdir(path))
-            goto fail;
-        return 0;
-    }
-    if (!unlink(path))
-        return 0;
-fail:
-    fprintf(stderr, "sentinel run: cannot remove %s: %s\n", path, strerror(errno));
-    return -1;
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -968,7 +905,7 @@ int sn_cmd_run(int argc, char **argv)
         } else {
             why = !st ? "first run" : forced ? (s >= from ? "asked to re-run" : "an earlier "
                   "stage re-ran") : "settings or inputs changed";
-            if (remove_tree(o1) || (o2 && remove_tree(o2))) {
+            if (sn_cli_remove_tree("run", o1) || (o2 && sn_cli_remove_tree("run", o2))) {
                 rc = SN_EXIT_FAIL;
                 break;
             }
