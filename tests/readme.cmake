@@ -5,7 +5,7 @@
 # Label `readme`: `ctest -L readme`. A few minutes on 2 cores.
 add_test(NAME readme_worked_example COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/readme_quickstart.sh)
 set_tests_properties(readme_worked_example PROPERTIES ENVIRONMENT "${SN_TEST_ENV}"
-                     LABELS "readme;noasan" TIMEOUT 900
+                     LABELS "readme;noasan" TIMEOUT 1800
                      WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
 if(NOT SENTINEL_WITH_TORCH)
   set_tests_properties(readme_worked_example PROPERTIES DISABLED TRUE)
