@@ -17,17 +17,6 @@
 
 #include <math.h>
 
-static struct sn_traj *mk_traj(const struct fx *f)
-{
-    char *js = fx_json(f);
-    struct sn_traj *t = NULL;
-    struct sn_err err = {0};
-    if (sn_traj_parse(js, strlen(js), "fx", &t, &err))
-        fprintf(stderr, "parse: %s\n", err.msg);
-    free(js);
-    return t;
-}
-
 /* Debates whose id starts with 'c' (caught): adversaries score 0, honest agents 1; the others:
 ** adversaries 1, honest agents 0. */
 static int rank_flip(void *ctx, const struct sn_detect_view *v, double *scores,
@@ -54,7 +43,7 @@ static struct sn_detect *run(const struct fx *f, size_t n, int k)
     struct sn_err err = {0};
     CHECK(sn_detect_create(&p, &r, &d, &err) == SN_OK);
     for (size_t i = 0; d && i < n; i++) {
-        struct sn_traj *t = mk_traj(&f[i]);
+        struct sn_traj *t = fx_traj(&f[i]);
         CHECK(t != NULL);
         if (t)
             CHECK_MSG(sn_detect_add(d, t, NULL, &err) == SN_OK, "%s", err.msg);

@@ -27,17 +27,6 @@ static int rank_script(void *ctx, const struct sn_detect_view *v, double *scores
     return SN_OK;
 }
 
-static struct sn_traj *mk_traj(const struct fx *f)
-{
-    char *js = fx_json(f);
-    struct sn_traj *t = NULL;
-    struct sn_err err = {0};
-    if (sn_traj_parse(js, strlen(js), "fx", &t, &err))
-        fprintf(stderr, "parse: %s\n", err.msg);
-    free(js);
-    return t;
-}
-
 static struct sn_detect *run(const struct fx *f, size_t n_fx, const struct sn_detect_ranker *r,
                              int k, enum sn_defense_rule rule, int n_boot)
 {
@@ -49,7 +38,7 @@ static struct sn_detect *run(const struct fx *f, size_t n_fx, const struct sn_de
     struct sn_err err = {0};
     CHECK(sn_detect_create(&p, r, &d, &err) == SN_OK);
     for (size_t i = 0; d && i < n_fx; i++) {
-        struct sn_traj *t = mk_traj(&f[i]);
+        struct sn_traj *t = fx_traj(&f[i]);
         CHECK(t != NULL);
         if (t)
             CHECK_MSG(sn_detect_add(d, t, NULL, &err) == SN_OK, "%s", err.msg);
@@ -394,7 +383,7 @@ static void test_items(void)
     struct sn_detect *d = NULL;
     struct sn_err err = {0};
     CHECK(sn_detect_create(&p, &r, &d, &err) == SN_OK);
-    struct sn_traj *t = mk_traj(&f);
+    struct sn_traj *t = fx_traj(&f);
     struct sn_buf items = {0};
     CHECK(t && sn_detect_add(d, t, &items, &err) == SN_OK);
     /* 3 rounds × 3 sentinels × 4 messages */

@@ -122,6 +122,18 @@ __attribute__((unused)) static char *fx_json(const struct fx *f)
     return s;
 }
 
+/* The fixture parsed as a trajectory (NULL, said on stderr, when it does not parse). */
+__attribute__((unused)) static struct sn_traj *fx_traj(const struct fx *f)
+{
+    char *js = fx_json(f);
+    struct sn_traj *t = NULL;
+    struct sn_err err = {0};
+    if (sn_traj_parse(js, strlen(js), "fx", &t, &err))
+        fprintf(stderr, "parse: %s\n", err.msg);
+    free(js);
+    return t;
+}
+
 /* Writes debates to path: gzip (one member per line) when path ends in ".gz", else plain. */
 __attribute__((unused)) static void fx_write(const char *path, const struct fx *v, size_t n)
 {

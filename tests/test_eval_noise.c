@@ -20,17 +20,6 @@
 
 enum { N = 240, T = 3, N_SEEDS = 5 };
 
-static struct sn_traj *mk_traj(const struct fx *f)
-{
-    char *js = fx_json(f);
-    struct sn_traj *t = NULL;
-    struct sn_err err = {0};
-    if (sn_traj_parse(js, strlen(js), "fx", &t, &err))
-        fprintf(stderr, "parse: %s\n", err.msg);
-    free(js);
-    return t;
-}
-
 struct noise {
     struct sn_rng rng;
     double signal; /* added to honest senders' scores (0 = pure noise) */
@@ -58,7 +47,7 @@ static struct sn_detect *run(struct fx *f, const struct sn_detect_ranker *r)
     struct sn_err err = {0};
     CHECK(sn_detect_create(&p, r, &d, &err) == SN_OK);
     for (size_t i = 0; d && i < N; i++) {
-        struct sn_traj *t = mk_traj(&f[i]);
+        struct sn_traj *t = fx_traj(&f[i]);
         CHECK(t && sn_detect_add(d, t, NULL, &err) == SN_OK);
         sn_traj_free(t);
     }

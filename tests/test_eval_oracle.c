@@ -16,17 +16,6 @@
 #include "common/common.h"
 #include "eval/detect.h"
 
-static struct sn_traj *mk_traj(const struct fx *f)
-{
-    char *js = fx_json(f);
-    struct sn_traj *t = NULL;
-    struct sn_err err = {0};
-    if (sn_traj_parse(js, strlen(js), "fx", &t, &err))
-        fprintf(stderr, "parse: %s\n", err.msg);
-    free(js);
-    return t;
-}
-
 static struct sn_detect *run(const struct fx *f, size_t n_fx, int k, enum sn_defense_rule rule,
                              struct sn_buf *items)
 {
@@ -40,7 +29,7 @@ static struct sn_detect *run(const struct fx *f, size_t n_fx, int k, enum sn_def
     struct sn_err err = {0};
     CHECK(sn_detect_create(&p, &r, &d, &err) == SN_OK);
     for (size_t i = 0; d && i < n_fx; i++) {
-        struct sn_traj *t = mk_traj(&f[i]);
+        struct sn_traj *t = fx_traj(&f[i]);
         CHECK(t != NULL);
         if (t)
             CHECK_MSG(sn_detect_add(d, t, items, &err) == SN_OK, "%s", err.msg);
