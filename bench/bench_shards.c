@@ -1,4 +1,4 @@
-/* bench/bench_shards.c: shard write and read throughput (issue 7 "Benchmarks", data/shard.h).
+/* bench/bench_shards.c: shard write and read throughput (issue 7 "Benchmarks", shard/shard.h).
 **
 ** usage: bench_shards [N_TUPLES] [DIR]     (default 16384 tuples, a temp dir)
 **
@@ -13,7 +13,7 @@
 **               the tokenization side of `sentinel build`
 ** The issue's target is reading at >= 20x the trainer's consumption; the trainer benchmark does
 ** not exist yet, so the ratio is printed as pending with the absolute figures. */
-#include "data/shard.h"
+#include "shard/shard.h"
 #include "tokenizer/template.h"
 
 #include <inttypes.h>

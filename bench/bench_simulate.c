@@ -3,8 +3,8 @@
 ** graph, simultaneous talk, on synthetic items, one thread. Reports the engine alone (debate
 ** + prompt rendering + trajectory JSON) and with the gzip member each debate costs on disk.
 ** Target: >= 1,000 debates/s/core. Usage: bench_simulate [seconds] */
-#include "data/sim/sim.h"
-#include "data/trajectory.h"
+#include "sim/sim.h"
+#include "data/data.h"
 
 #include <stdlib.h>
 #include <string.h>

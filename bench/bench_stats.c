@@ -10,7 +10,7 @@
 ** 3. With --bin, runs `SENTINEL stats DIR --by strategy --json ...` under /usr/bin/time and
 **    reports its wall time, CPU time and peak RSS at N and at N/10 (memory must not grow with N).
 ** Target: N = 100,000 in < 10 s on one core, bounded memory. */
-#include "data/trajectory.h"
+#include "data/data.h"
 #include "eval/eval.h"
 
 #include <stdlib.h>

@@ -25,7 +25,7 @@
 ** Runs with sn_tune_host_allocator as `sentinel` does (TS_DEFAULT_MALLOC=1: without).
 **
 ** Not timed in tests; bench/train_step.sh runs the configurations. */
-#include "data/shard.h"
+#include "shard/shard.h"
 #include "tests/testutil_qwen2.h"
 #include "train/train.h"
 

@@ -8,7 +8,7 @@
 #ifndef SN_CLI_H
 #define SN_CLI_H
 #include "common/common.h"
-#include "data/sim/sim.h"
+#include "sim/sim.h"
 
 #include <signal.h>
 

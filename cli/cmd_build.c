@@ -1,6 +1,6 @@
 /* cli/cmd_build.c: `sentinel build` (docs/design.md §1; usage in README.md (CLI reference)).
 ** Trajectories -> (context, chosen, rejected, reference) tuples -> tokenized HDF5 shards +
-** manifest.json (data/tuples.h, data/shard.h). Options come from the recipe's `build` section,
+** manifest.json (tuples/tuples.h, shard/shard.h). Options come from the recipe's `build` section,
 ** then --set overrides, then the command-line flags. Resumable: killed and re-run with the same
 ** settings it continues and ends with the same bytes as an uninterrupted build.
 **
@@ -8,9 +8,8 @@
 ** process raise SIGKILL right after the K-th tuple it tokenized and handed to the shard set,
 ** so tests can interrupt a build at a deterministic point mid-shard. */
 #include "cli/cli.h"
-#include "data/build.h"
-#include "data/sim/sim.h" /* sn_sim_endpoint_open: "sim" endpoints, refused by the builder */
-#include "data/tuples.h"
+#include "tuples/tuples.h"
+#include "sim/sim.h" /* sn_sim_endpoint_open: "sim" endpoints, refused by the builder */
 
 #include <errno.h>
 #include <getopt.h>
@@ -211,8 +210,8 @@ static int from_recipe(const cJSON *recipe, struct sn_build_params *p, const cha
     if ((rc = get_size(sec, "max_len", &p->max_len, err)) ||
         (rc = get_size(sec, "shard_size", &p->shard_size, err)) ||
         (rc = get_size(sec, "max_pairs", &t->max_pairs, err)) ||
-        (rc = get_size(sec, "history_sentences", &t->history_sentences, err)) ||
-        (rc = get_size(sec, "history_chars", &t->history_chars, err)) ||
+        (rc = get_size(sec, "history_sentences", &t->context.history_sentences, err)) ||
+        (rc = get_size(sec, "history_chars", &t->context.history_chars, err)) ||
         (rc = get_size(sec, "summary_sentences", sum_sentences, err)) ||
         (rc = sn_json_get_int(sec, "build", "seed", 0, &seed, err)) ||
         (rc = sn_json_get_int(sec, "build", "split_seed", 0, &split_seed, err)) ||

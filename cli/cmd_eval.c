@@ -9,8 +9,8 @@
 ** JSON (its key "oracle") and absent from --items. */
 #include "cli/cli.h"
 #include "cli/cmd_eval_defended.h"
-#include "data/build.h"
-#include "data/shard.h"
+#include "tuples/tuples.h"
+#include "shard/shard.h"
 #include "eval/detect.h"
 
 #include <getopt.h>

@@ -1,7 +1,7 @@
 /* cli/cmd_import.c: `sentinel import FORMAT` (docs/formats.md "Imported trajectories", "Chat
 ** log"): published debate logs or users' own chat logs -> sentinel.trajectory/1. */
 #include "cli/cli.h"
-#include "data/import/import.h"
+#include "import/import.h"
 
 #include <getopt.h>
 #include <stdlib.h>

@@ -6,8 +6,8 @@
 ** (the h5py test compares it with what Python reads from the same shard). */
 #include "cli/cli.h"
 #include "cli/cmd_inspect_model.h"
-#include "data/shard.h"
-#include "data/trajectory.h"
+#include "shard/shard.h"
+#include "data/data.h"
 #include "export/export.h"
 #include "tokenizer/tokenizer.h"
 

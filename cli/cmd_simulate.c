@@ -1,10 +1,10 @@
 /* cli/cmd_simulate.c: `sentinel simulate` (docs/design.md §1; README.md (CLI reference)): debates
-** under attack -> trajectories. The work is data/sim/run.c; this file parses options, loads
+** under attack -> trajectories. The work is sim/run.c; this file parses options, loads
 ** the recipe with --set overrides, turns SIGINT/SIGTERM into a clean stop (the output stays
 ** valid and a re-run continues), and opens the runtime detector of a `sentinel` defense
 ** (cli/detector_scorer.c; data/ cannot use export/: it hands us the recipe's "detector"). */
 #include "cli/cli.h"
-#include "data/sim/sim.h"
+#include "sim/sim.h"
 
 #include <getopt.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 /* cli/detector_scorer.c: the runtime detector (export/export.h) as the (context, response)
-** scorer of data/sim/sim.h, for `sentinel eval --detector` and the `sentinel` defense of
+** scorer of sim/sim.h, for `sentinel eval --detector` and the `sentinel` defense of
 ** `sentinel simulate` (docs/eval.md "Context"; docs/simulate.md "Defense").
 **
 ** The context a sentinel gets is the tuple builder's (sn_tuples_context: the task, then

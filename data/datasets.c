@@ -16,7 +16,7 @@
 **                  1-4 in the original release, 0-3 in the HF export (spec "cop_base": 0)
 **   jsonl          our neutral form {"id","question","options","answer","explanation",
 **                  "subject","task"} */
-#include "data/question.h"
+#include "data/data.h"
 
 #include <ctype.h>
 #include <stdlib.h>

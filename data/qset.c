@@ -1,7 +1,7 @@
-/* data/qset.c: what a question set owns (data/question.h): a task's name, one question's
+/* data/qset.c: what a question set owns (data/data.h): a task's name, one question's
 ** strings, the set's deep-copying append and its free. Below the loader (question.c) and the
 ** readers it calls (datasets.c, synthetic.c), which all append through sn_qset_push. */
-#include "data/question.h"
+#include "data/data.h"
 
 #include <string.h>
 

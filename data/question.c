@@ -1,8 +1,8 @@
 /* data/question.c: question sets: the recipe's dataset spec, subject filters and seeded
-** sampling (data/question.h; docs/simulate.md#datasets). The on-disk formats are read by
+** sampling (data/data.h; docs/simulate.md#datasets). The on-disk formats are read by
 ** data/datasets.c, the built-in generator lives in data/synthetic.c, and what a set owns
 ** (its append and free) in data/qset.c. */
-#include "data/question.h"
+#include "data/data.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 ** hash of the question text, options and gold (item_hash): two seeds that draw different
 ** questions at the same index never share an id, so metrics keyed by item (docs/formats.md
 ** "Adversary-effective filtering") never merge different questions. */
-#include "data/question.h"
+#include "data/data.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
 ** a buffer, fields in the documented order. A line is parsed with cJSON into a tree that the struct sn_traj keeps; the struct's strings
 ** point into it, so nothing is copied. Validation walks the tree once, naming the first field
 ** that is missing or has the wrong type. */
-#include "data/trajectory.h"
+#include "data/data.h"
 
 #include <errno.h>
 #include <limits.h>

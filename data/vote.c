@@ -1,5 +1,5 @@
-/* data/vote.c: plurality vote with an explicit tie rule (data/vote.h). */
-#include "data/vote.h"
+/* data/vote.c: plurality vote with an explicit tie rule (data/data.h). */
+#include "data/data.h"
 
 #include <string.h>
 

@@ -1,14 +1,14 @@
 /* eval/detect.c: offline replay of recorded debates through Algorithm 1 with any ranker, and
 ** the detection metrics of docs/eval.md (SentinelNet paper, 5.1.6 "Evaluation Metrics").
-** The bottom-k step is sn_defense_bottom_k (data/sim/defense.c), the engine's own. */
+** The bottom-k step is sn_defense_bottom_k (sim/defense.c), the engine's own. */
 #include "eval/detect_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/question.h"
-#include "data/tuples.h"
+#include "data/data.h"
+#include "tuples/tuples.h"
 #include "eval/eval.h"
 
 /* per-round counts of one debate: agents (attacker excluded or not, honest excluded or not),
@@ -233,9 +233,9 @@ int sn_detect_add_in_group(struct sn_detect *d, const struct sn_traj *t, const c
     int    snd[SN_SIM_MAX_AGENTS];
     struct sn_tuples_params tp = sn_tuples_default_params();
     if (d->p.history_sentences)
-        tp.history_sentences = d->p.history_sentences;
+        tp.context.history_sentences = d->p.history_sentences;
     if (d->p.history_chars)
-        tp.history_chars = d->p.history_chars;
+        tp.context.history_chars = d->p.history_chars;
     for (size_t r = 0; r < t->n_rounds && !rc; r++) {
         /* the context before round r, as the tuple builder made it for training */
         sn_buf_reset(&ctx);

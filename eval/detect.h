@@ -4,7 +4,7 @@
 **
 ** A ranker scores the messages one sentinel received in one round, given the context before
 ** the round; the replay feeds those scores to Algorithm 1's bottom-k step (sn_defense_bottom_k,
-** data/sim/defense.c: the one implementation) and accumulates the metrics of docs/eval.md. The
+** sim/defense.c: the one implementation) and accumulates the metrics of docs/eval.md. The
 ** metric code sees scores only: it does not know which ranker produced them, and rankers never
 ** see labels, but for the oracle (eval/detect_oracle.c), the ceiling every report carries.
 ** Baseline rankers (random, shortest, disagree, judge) are in eval/detect_baselines.c, the
@@ -16,8 +16,8 @@
 #ifndef SN_EVAL_DETECT_H
 #define SN_EVAL_DETECT_H
 #include "common/common.h"
-#include "data/sim/sim.h"
-#include "data/trajectory.h"
+#include "sim/sim.h"
+#include "data/data.h"
 #include "llm/llm.h"
 
 /* One message as the sentinel received it (the delivered copy: AITM may have rewritten it). */
@@ -54,7 +54,7 @@ struct sn_detect_params {
     enum sn_defense_rule rule; /* default SN_DEFENSE_RULE_ALL (the paper's line 8) */
     uint64_t seed;       /* tie rule of bottom-k and the bootstrap (default 1) */
     int      n_boot;     /* cluster-bootstrap resamples (default 1000; 0 = none) */
-    /* History settings of the context (sn_tuples_context, data/tuples.h); 0 = the tuple
+    /* History settings of the context (sn_tuples_context, tuples/tuples.h); 0 = the tuple
     ** builder's defaults. `sentinel eval --detector` takes them from the GGUF. */
     unsigned history_sentences, history_chars;
 };

@@ -10,8 +10,8 @@
 #include <strings.h>
 #include <string.h>
 
-#include "data/question.h"
-#include "data/shard.h"
+#include "data/data.h"
+#include "shard/shard.h"
 
 /* ---- random, shortest, disagree ------------------------------------------------------------ */
 

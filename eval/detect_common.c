@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/question.h"
-#include "data/shard.h"
-#include "data/vote.h"
+#include "data/data.h"
+#include "shard/shard.h"
 #include "eval/eval.h"
 
 bool sn_detect_answer_eq(const char *a, const char *b, void *ctx)

@@ -5,7 +5,7 @@
 ** A *unit* is one debate key (experiment, dataset, item id, replicate) seen in the three arms.
 ** Per unit and round the accumulator keeps each arm's task accuracy under both tie rules of
 ** docs/eval.md "Task accuracy" (strict: the recorded panel decision, a tie is no decision and
-** wrong, data/vote.h; tie-neutral: a tie among m answers holding gold counts 1/m), the same for
+** wrong, data/data.h; tie-neutral: a tie among m answers holding gold counts 1/m), the same for
 ** the defended arm's vote of the agents its sentinels did not exclude (from the blacklists the
 ** trajectory records) and for the attacked arm's vote of the agents the oracle's exclusions
 ** leave (the oracle ranker replayed through Algorithm 1 with the defense's k and rule, by
@@ -18,8 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/question.h"
-#include "data/vote.h"
+#include "data/data.h"
 #include "eval/eval.h"
 
 /* the votes of one arm (or of its kept agents), per round: strict and tie-neutral credit */

@@ -27,8 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/shard.h"
-#include "data/tuples.h"
+#include "shard/shard.h"
 
 static const double default_grid[] = {0.01, 0.1, 1.0, 10.0, 100.0};
 

@@ -18,9 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "data/build.h"
-#include "data/shard.h"
-#include "data/tuples.h"
+#include "tuples/tuples.h"
+#include "shard/shard.h"
 
 static const char *const labels_names[] = {"roles", "tuples"};
 _Static_assert(sizeof labels_names / sizeof labels_names[0] == SN_NGRAM_LABELS_COUNT, "labels");

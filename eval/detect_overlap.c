@@ -2,7 +2,7 @@
 ** `sentinel eval` can refuse debates on items the detector or the n-gram baseline saw. */
 #include "eval/detect_internal.h"
 
-#include "data/shard.h"
+#include "shard/shard.h"
 
 int sn_detect_item_key(const char *dataset, const char *item_id, struct sn_buf *out,
                        struct sn_err *err)

@@ -11,8 +11,7 @@
 #ifndef SN_EVAL_H
 #define SN_EVAL_H
 #include "common/common.h"
-#include "data/trajectory.h"
-#include "data/vote.h"
+#include "data/data.h"
 
 /* ---- small statistics --------------------------------------------------------------------- */
 
@@ -42,7 +41,7 @@ struct sn_panels sn_panels_compute(double p_base, double p_hon, double p_adv);
 /* ---- group statistics --------------------------------------------------------------------- */
 
 /* Panel decision rule (docs/formats.md "Panel decision"). Plurality settles ties with the
-** tie rule of the params (data/vote.h; default: a tie is no decision, counted wrong). */
+** tie rule of the params (data/data.h; default: a tie is no decision, counted wrong). */
 enum sn_majority {
     SN_MAJORITY_PLURALITY, /* most votes (sn_vote_plurality); ties by sn_stats_params.tie */
     SN_MAJORITY_STRICT,    /* most votes; a tie is no decision, counted wrong, whatever .tie */

@@ -74,7 +74,7 @@ static bool is_voter(const struct sn_traj *t, size_t a)
 }
 
 /* Panel decision in round r (docs/formats.md "Panel decision"): the project's one plurality
-** vote (data/vote.h) over the parsed answers of voters who spoke, in slot order. Strict is
+** vote (data/data.h) over the parsed answers of voters who spoke, in slot order. Strict is
 ** plurality whose ties are no decision whatever the tie rule. The random tie-break is seeded
 ** by (debate id, round), as the engine seeds it. */
 static bool same_vote(const char *a, const char *b) { return a ? eq(a, b) : !b; }

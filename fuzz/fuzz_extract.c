@@ -1,9 +1,9 @@
-/* fuzz/fuzz_extract.c: answer extraction and numeric normalisation (data/extract.c) on
+/* fuzz/fuzz_extract.c: answer extraction and numeric normalisation (context/extract.c) on
 ** arbitrary bytes. The first byte picks the number of options (0-26); the rest is the
 ** response. Invariants (abort on violation): a multiple-choice answer is one letter within
 ** range; a numeric answer parses completely with strtod and normalises to itself; extraction
 ** is deterministic. */
-#include "data/question.h"
+#include "data/data.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,12 +1,12 @@
-/* fuzz/fuzz_import.c: the importers (data/import/) on arbitrary bytes. The first byte picks the
+/* fuzz/fuzz_import.c: the importers (import/) on arbitrary bytes. The first byte picks the
 ** reader and the path the record is taken to come from (collab-attack MMLU / MedMCQA /
 ** TruthfulQA / ScaLR / legacy file, or a chat log); the rest is one source line. Invariants
 ** (abort on violation): a refused record gives SN_E_FORMAT (or SN_E_NOMEM) with a message that
 ** starts with its file:line; an accepted one is exactly one line that the project's trajectory
 ** reader accepts, with one message per agent per round; the source answer rule never claims a
 ** letter outside the options. */
-#include "data/import/import.h"
-#include "data/trajectory.h"
+#include "import/import.h"
+#include "data/data.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 ** rejected line gives SN_E_FORMAT (or SN_E_NOMEM) and a message that starts with its location;
 ** an accepted one goes through every metric, where every rate lies in [0, 1] inside its Wilson
 ** interval, SDI lies in [0, 1] and equals κ(1 − ASR̄), and --explain succeeds. */
-#include "data/trajectory.h"
+#include "data/data.h"
 #include "eval/eval.h"
 
 #include <math.h>

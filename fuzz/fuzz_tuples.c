@@ -1,4 +1,4 @@
-/* fuzz/fuzz_tuples.c: the tuple builder and the prompt template (data/tuples.h,
+/* fuzz/fuzz_tuples.c: the tuple builder and the prompt template (tuples/tuples.h,
 ** tokenizer/template.h) on arbitrary trajectory lines. The input is one JSON line; when it parses
 ** as a trajectory, every tuple it yields is rendered and tokenized with the demo tokenizer at a
 ** max_len derived from the input size (96..995, so truncation of history and responses is
@@ -6,7 +6,7 @@
 ** sn_tuples_hash of its texts; a successful encoding has at most max_len ids, starts with
 ** <|im_start|>, ends with <|im_end|> "\n", and is the same when repeated; a failure is SN_E_ARG
 ** (task too long) or SN_E_FORMAT (invalid UTF-8 in the input), never anything else. */
-#include "data/tuples.h"
+#include "tuples/tuples.h"
 
 #include <stdio.h>
 #include <stdlib.h>

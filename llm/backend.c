@@ -1,5 +1,5 @@
 /* llm/backend.c: the backend handle of llm/llm.h: dispatch on the config's "kind" (the
-** built-in "openai" of llm/openai.c, or a kind the caller names, such as data/sim's "sim"), the
+** built-in "openai" of llm/openai.c, or a kind the caller names, such as sim/'s "sim"), the
 ** calls through the ops table, and the handle that wraps kinds implemented outside llm/.
 ** No weak fallback for the openai constructor: in a static library a weak definition would stop
 ** the linker from pulling the real one out of the archive. */

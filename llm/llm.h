@@ -1,5 +1,5 @@
 /* llm/llm.h: the llm module: chat-completion backends behind one opaque handle, used by the
-** debate engine (data/sim), the tuple builder's LLM summaries and references (data/tuples.c)
+** debate engine (sim/), the tuple builder's LLM summaries and references (tuples/tuples.c)
 ** and, later, the LLM-judge baseline of `sentinel eval` (docs/design.md §2 "LLM endpoints
 ** (OpenAI-compatible) or simulated agents", §3 module table). Depends on common and libcurl
 ** only; no curl type reaches callers.
@@ -15,9 +15,9 @@
 **             (llm/openai.c; docs/openai.md).
 **   others    implemented outside this module through the ops table below
 **             (sn_llm_backend_create) and opened by name with sn_llm_backend_open_with: the
-**             built-in simulated agents "sim" of data/sim (data/sim/simagent.c) read the
-**             structured `sim_hint` of the request (data/sim/sim.h defines it) rather than the
-**             prompt text; sn_sim_endpoint_open (data/sim/sim.h) opens "sim" or "openai".
+**             built-in simulated agents "sim" of sim/ (sim/simagent.c) read the
+**             structured `sim_hint` of the request (sim/sim.h defines it) rather than the
+**             prompt text; sn_sim_endpoint_open (sim/sim.h) opens "sim" or "openai".
 **
 ** Ownership: the backend owns nothing of the request; the reply's text is owned by the reply
 ** and freed by sn_llm_reply_free. API keys are read from the environment variable the config
@@ -77,7 +77,7 @@ struct sn_llm_backend; /* opaque */
 **    "api_key_env":"OPENAI_API_KEY","concurrency":64,"timeout_s":120,"max_retries":6,
 **    "cache_dir":"out/cache"}
 ** Unknown keys are an error naming the nearest valid one. Any other "kind" is an error naming
-** the kinds known here (open "sim" with sn_sim_endpoint_open of data/sim/sim.h). */
+** the kinds known here (open "sim" with sn_sim_endpoint_open of sim/sim.h). */
 int  sn_llm_backend_open(const cJSON *config, struct sn_llm_backend **out, struct sn_err *err);
 void sn_llm_backend_close(struct sn_llm_backend *b);                /* NULL is fine */
 /* Blocking, thread-safe. On failure after all retries: an error naming the endpoint (never

@@ -40,7 +40,7 @@ def read_symbols(obj):
 
 
 def source_of(target_dir, obj):
-    """build/CMakeFiles/sn_data_core.dir/data/datasets.c.o -> data/datasets.c"""
+    """build/CMakeFiles/sn_data.dir/data/datasets.c.o -> data/datasets.c"""
     rel = os.path.relpath(obj, target_dir)
     return rel[:-2] if rel.endswith(".o") else rel
 

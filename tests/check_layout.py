@@ -143,7 +143,7 @@ def check(root):
                 continue
             seen_rows.add(cells[0])
             row = table[cells[0]]
-            if row["part_of"]:  # a library's sources: `data/shard*.c`, `data/sim/`
+            if row["part_of"]:  # a library's sources: `eval/detect*.c`, `util/core/`
                 folders = {f.rstrip("/") for f in re.findall(r"`([\w/*.-]+)`", cells[1])}
             else:
                 folders = set(re.findall(r"`([\w/]+)/`", cells[1]))
@@ -258,14 +258,14 @@ def cmake_libraries(root, text, table):
 
 def library_of_header(root, libs, header):
     """The library that defines what a project header declares: the one building the source of
-    the same name (data/vote.h -> data/vote.c) or of that name and a suffix (data/shard.h,
-    data/shard_internal.h -> data/shard_reader.c), else the library that takes the rest of the
-    header's folder."""
+    the same name (tokenizer/template.h -> tokenizer/template.c) or of that name and a suffix
+    (shard/shard.h, shard/shard_internal.h -> shard/shard_reader.c), else the library that takes
+    the rest of the header's folder."""
     stem = re.sub(r"(_internal)?\.(h|hpp)$", "", header)
     for lib in libs:
         if stem + ".c" in lib["files"] or stem + ".cpp" in lib["files"]:
             return lib["name"]
-    for lib in libs:  # data/shard.h -> data/shard_reader.c, data/shard_writer.c, ...
+    for lib in libs:  # shard/shard.h -> shard/shard_reader.c, shard/shard_writer.c, ...
         if any(f.startswith(stem + "_") for f in lib["files"]):
             return lib["name"]
     folder = os.path.dirname(header)
@@ -435,6 +435,8 @@ FAKE_TREE = {
     "scripts/run": "#!/bin/sh\n# runs util/util.c's tests\n",
 }
 PLANTS = [
+    ("a lower module including a higher one", "common/common.c",
+     lambda t: t + '#include "util/util.h"\n', "module 'common' may not use 'util'"),
     ("an angle-bracket project include", "util/util.c",
      lambda t: t.replace('#include <stdio.h>', '#include <common/common.h>'),
      "a project header is included with quotes"),

@@ -13,7 +13,7 @@ function(sn_link_check test program source library forbidden)
                    $<TARGET_FILE:${program}> "${forbidden}"
                    ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${program}.dir/link.txt ${ARGN})
 endfunction()
-# The group metrics (eval/): trajectories through data_core, no libcurl, HDF5 or libtorch.
+# The group metrics (eval/): trajectories through data/, no libcurl, HDF5 or libtorch.
 sn_link_check(layout_eval_links_without_curl_hdf5_torch link_eval_groups eval_groups.c sn_eval
               "(lib|-l)(curl|hdf5|torch|c10|gloo)")
 # The OpenAI client (llm/): common and libcurl, no HDF5, tokenizer or libtorch.
@@ -26,23 +26,28 @@ sn_link_check(layout_common_links link_common common.c sn_common
               "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|pcre2|utf8proc|openblas)")
 sn_link_check(layout_tokenizer_links link_tokenizer tokenizer.c sn_tokenizer
               "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas)")
-sn_link_check(layout_data_core_links link_data_core data_core.c sn_data_core
-              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|pcre2|utf8proc|openblas)")
+# The context a detector sees (context/): common and the tokenizer's template only.
+sn_link_check(layout_context_links link_context context.c sn_context
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas)")
+# data/ reaches PCRE2 and utf8proc only through context/'s use of the tokenizer.
+sn_link_check(layout_data_links link_data data.c sn_data
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas)")
 # (HDF5 itself links libcurl, for its S3 driver: not forbidden here.)
-sn_link_check(layout_data_shard_links link_data_shard data_shard.c sn_data_shard
+sn_link_check(layout_shard_links link_shard shard.c sn_shard
               "(lib|-l)(${SN_TORCH_RE}|pcre2|utf8proc|openblas)")
-sn_link_check(layout_data_import_links link_data_import data_import.c sn_data_import
-              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|pcre2|openblas)")
-sn_link_check(layout_data_tuples_links link_data_tuples data_tuples.c sn_data_tuples
+sn_link_check(layout_import_links link_import import.c sn_import
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas)")
+sn_link_check(layout_tuples_links link_tuples tuples.c sn_tuples
               "(lib|-l)(${SN_TORCH_RE}|openblas)")
-sn_link_check(layout_data_sim_links link_data_sim data_sim.c sn_data_sim
-              "(lib|-l)(${SN_TORCH_RE}|openblas)")
+# The simulator needs neither the tuple builder nor shards: no HDF5 (docs/design.md §3).
+sn_link_check(layout_sim_links_without_hdf5 link_sim sim.c sn_sim
+              "(lib|-l)(hdf5|${SN_TORCH_RE}|openblas)")
 sn_link_check(layout_export_links link_export export.c sn_export
               "(lib|-l)(curl|hdf5|${SN_TORCH_RE})")
 sn_link_check(layout_eval_detect_links link_eval_detect eval_detect.c sn_eval_detect
               "(lib|-l)(${SN_TORCH_RE}|openblas)")
 # On libtorch: only the link command is ours (libtorch's own dependencies include libcurl, HDF5
-# and PCRE2 in Debian's build); train reaches HDF5 through data_shard and PCRE2 through tokenizer.
+# and PCRE2 in Debian's build); train reaches HDF5 through shard/ and PCRE2 through tokenizer.
 if(SENTINEL_WITH_TORCH)
   set(SN_NOT_ON_TORCH "(lib|-l)(curl|hdf5|pcre2|utf8proc|openblas)")
   sn_link_check(layout_aten_links link_aten aten.c sn_aten "${SN_NOT_ON_TORCH}" link-only)

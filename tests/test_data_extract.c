@@ -1,7 +1,7 @@
-/* tests/test_data_extract.c: answer extraction and numeric normalisation (data/extract.c).
+/* tests/test_data_extract.c: answer extraction and numeric normalisation (context/extract.c).
 ** A table of real-looking responses with the answer a careful human reads from each, the
 ** classic research-code mistakes as named regression tests, and normalisation cases. */
-#include "data/question.h"
+#include "data/data.h"
 #include "testutil.h"
 
 struct ex {

@@ -2,8 +2,8 @@
 ** docs/formats.md "Chat log"): field mapping, given vs extracted answers, the final vote,
 ** numeric tasks, and one error per malformed field; each output line is read back with the
 ** trajectory reader. */
-#include "data/import/import.h"
-#include "data/trajectory.h"
+#include "import/import.h"
+#include "data/data.h"
 #include "testutil.h"
 
 static struct sn_traj *imp(const struct sn_import_params *p, const char *json,

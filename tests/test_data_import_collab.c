@@ -4,8 +4,8 @@
 ** ids, replicate and experiment names, models, the source vote, empty / partial / gzip /
 ** malformed / unsupported files, and byte-identical re-runs. Every produced line is read back
 ** with the project's trajectory reader (sn_traj_parse). */
-#include "data/import/import.h"
-#include "data/trajectory.h"
+#include "import/import.h"
+#include "data/data.h"
 #include "testutil.h"
 
 #include <zlib.h>

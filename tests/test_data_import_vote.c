@@ -4,8 +4,8 @@
 ** wins, a tie / all different / a winning unparsed value is no decision. Each case's expected
 ** decision is worked out by hand; plurality and strict are run on the same debates for
 ** contrast. */
-#include "data/import/import.h"
-#include "data/trajectory.h"
+#include "import/import.h"
+#include "data/data.h"
 #include "eval/eval.h"
 #include "testutil.h"
 

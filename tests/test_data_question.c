@@ -1,7 +1,7 @@
 /* tests/test_data_question.c: dataset loaders (data/datasets.c), sampling and subject filters
 ** (data/question.c) and the synthetic generator (data/synthetic.c). Every test writes its
 ** own small file in the dataset's published form. */
-#include "data/question.h"
+#include "data/data.h"
 #include "testutil.h"
 
 #include <ctype.h>

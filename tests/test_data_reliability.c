@@ -4,8 +4,7 @@
 ** counted; an empty directory is an error, not a crash), a dataset `n` past its bound, a
 ** tokenizer.json whose added token takes a vocabulary id of another token, and LLM replies
 ** holding U+0000 or invalid UTF-8 (refused, never recorded cut or raw). */
-#include "data/question.h"
-#include "data/trajectory.h"
+#include "data/data.h"
 #include "llm/openai_internal.h"
 #include "tokenizer/tokenizer.h"
 #include "testutil.h"

@@ -1,8 +1,8 @@
 /* tests/test_data_shard.c: HDF5 shard writer/reader, iterator, manifest and the resumable
-** shard set (data/shard.h, docs/formats.md). Independent checks: every value read back is
+** shard set (shard/shard.h, docs/formats.md). Independent checks: every value read back is
 ** compared with the tuple generator below (not with what the writer kept); byte identity of
 ** two commits is checked with cmp; spoiled files are made with the raw HDF5 API. */
-#include "data/shard.h"
+#include "shard/shard.h"
 #include "tests/testutil.h"
 
 #include <hdf5.h>

@@ -1,5 +1,5 @@
 /* tests/test_data_sim_attacks.c: attack scenarios, placement, the defense hook and the
-** debate options of data/sim (attacks.c, engine.c, defense.c, simagent.c). */
+** debate options of sim/ (attacks.c, engine.c, defense.c, simagent.c). */
 #include "test_data_sim_util.h"
 
 static struct sn_qset *qs;

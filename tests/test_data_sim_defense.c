@@ -1,10 +1,10 @@
-/* tests/test_data_sim_defense.c: Algorithm 1's bottom-k step (data/sim/defense.c;
+/* tests/test_data_sim_defense.c: Algorithm 1's bottom-k step (sim/defense.c;
 ** docs/eval.md "Algorithm 1"): scripted rounds with known scores give the blacklists computed by
 ** hand here; k larger than the number of senders, ties, already-blacklisted senders, NaN scores,
 ** the sentinel mask of the hook and the recipe keys. */
 #include "test_data_sim_util.h"
 
-#include "data/question.h"
+#include "data/data.h"
 
 #define B(j) (1ULL << (j))
 

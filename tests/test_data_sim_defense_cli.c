@@ -14,9 +14,9 @@
 **     eval`'s replay hands its rankers that same context;
 **   - a `sentinel` defense without "detector", or with a missing file, is refused. */
 #include "testutil.h"
-#include "data/sim/sim.h"
-#include "data/trajectory.h"
-#include "data/tuples.h"
+#include "sim/sim.h"
+#include "data/data.h"
+#include "tuples/tuples.h"
 #include "eval/detect.h"
 #include "export/export.h"
 #include "tokenizer/template.h"
@@ -138,8 +138,8 @@ int main(void)
             for (size_t i = 0; i < t->rounds[rd - 1].n_msgs && n_hist < 64; i++) {
                 const struct sn_traj_msg *hm = &t->rounds[rd - 1].msgs[i];
                 sn_buf_reset(&ctx);
-                CHECK(sn_tuples_history_entry(rd - 1, hm->agent, hm->answer, hm->text, &tp, &ctx,
-                                              &err) == SN_OK);
+                CHECK(sn_context_history_entry(rd - 1, hm->agent, hm->answer, hm->text,
+                                               &tp.context, &ctx, &err) == SN_OK);
                 hist[n_hist++] = sn_strdup(ctx.data);
             }
             for (size_t k = 0; k < t->n_agents; k++) {
@@ -180,8 +180,8 @@ int main(void)
             struct sn_tuples_params bp = sn_tuples_default_params();
             bp.max_pairs = 0;
             if (v) {
-                bp.history_sentences = 1;
-                bp.history_chars = 40;
+                bp.context.history_sentences = 1;
+                bp.context.history_chars = 40;
             }
             struct sn_tuples *b = NULL;
             struct ctx_check cc = {t, &bp, 0, 0};

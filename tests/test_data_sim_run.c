@@ -1,4 +1,4 @@
-/* tests/test_data_sim_run.c: `sentinel simulate` end to end (data/sim/run.c, cli/
+/* tests/test_data_sim_run.c: `sentinel simulate` end to end (sim/run.c, cli/
 ** cmd_simulate.c): output validated by the trajectory reader, thread-count independence,
 ** resume after a run killed mid-write and after hand-made partial tails equals an
 ** uninterrupted run (no duplicate, no loss), shards 0/3 + 1/3 + 2/3 equal the unsharded run,
@@ -6,8 +6,8 @@
 ** and CLI errors. Nothing here waits for a time to pass: the kill comes at a byte count and the
 ** lock is tested against a run that cannot finish (docs/simulate.md "Output files and
 ** resume"). */
-#include "data/sim/sim.h"
-#include "data/trajectory.h"
+#include "sim/sim.h"
+#include "data/data.h"
 #include "testutil.h"
 
 #include <signal.h>

@@ -1,4 +1,4 @@
-/* tests/test_data_sim_style.c: the style-matched adversary (scenario style_matched; data/sim
+/* tests/test_data_sim_style.c: the style-matched adversary (scenario style_matched; sim/
 ** attacks.c, simagent.c, prompts.c; docs/simulate.md "Attacks"). It argues for the target in
 ** the honest agents' own phrasing and structure:
 **   - adversaries always answer the target, recorded with persona "style-matched";

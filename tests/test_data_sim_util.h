@@ -3,7 +3,7 @@
 ** the engine showed the agent (the sim_hint's view and the rendered prompt). */
 #ifndef SN_TEST_DATA_SIM_UTIL_H
 #define SN_TEST_DATA_SIM_UTIL_H
-#include "data/sim/sim.h"
+#include "sim/sim.h"
 #include "testutil.h"
 
 struct rec_call {

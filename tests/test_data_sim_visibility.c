@@ -1,5 +1,5 @@
 /* tests/test_data_sim_visibility.c: which messages each agent saw, per strategy and topology
-** (data/sim/engine.c visibility rule, docs/simulate.md#visibility), asserted through a
+** (sim/engine.c visibility rule, docs/simulate.md#visibility), asserted through a
 ** recording backend against an independent statement of the rule:
 **   simultaneous   round t sees round t-1 of every in-neighbour (round 0: nothing)
 **   one_by_one     latest message of every in-neighbour: round t if it spoke earlier in

@@ -1,5 +1,5 @@
 /* tests/test_data_sim_vote.c: the engine's recorded final decision is the project's one
-** plurality vote (data/vote.h; docs/formats.md "Panel decision"): a tie is no decision
+** plurality vote (data/data.h; docs/formats.md "Panel decision"): a tie is no decision
 ** (final.answer null, final.correct false), and on simulated debates `sentinel stats` under
 ** its default rule reproduces every recorded final decision. */
 #include "eval/eval.h"

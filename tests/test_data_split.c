@@ -1,4 +1,4 @@
-/* tests/test_data_split.c: honest held-out splits (data/tuples.h sn_tuples_split, `sentinel
+/* tests/test_data_split.c: honest held-out splits (tuples/tuples.h sn_tuples_split, `sentinel
 ** build`, `sentinel inspect`; docs/formats.md "Tuple selection"):
 **   - the split of a value is the documented hash (checked against sha256sum);
 **   - every debate and replicate of an item lands on one side; the default fractions are
@@ -9,7 +9,7 @@
 **   - end to end: no item on two sides in the shards, ood tuples only in ood shards; inspect
 **     shows the items per split, warns on split_by experiment and fails loudly when an item
 **     is shared; a resume with a changed split setting is refused naming the key. */
-#include "data/build.h"
+#include "tuples/tuples.h"
 #include "tests/testutil.h"
 
 #include <inttypes.h>

@@ -1,8 +1,8 @@
-/* tests/test_data_trajectory.c: the sentinel.trajectory/1 reader (data/trajectory.h).
+/* tests/test_data_trajectory.c: the sentinel.trajectory/1 reader (data/data.h).
 ** A valid debate is built here field by field, then spoiled one way per failure kind: each must
 ** fail with a message naming file:line and the field. Gzip multi-member files, plain files,
 ** a truncated gzip member, a partial last line, --skip-bad counting and allocation failure. */
-#include "data/trajectory.h"
+#include "data/data.h"
 #include "testutil.h"
 
 #include <unistd.h>

@@ -1,9 +1,9 @@
-/* tests/test_data_tuples.c: golden test of the tuple builder (data/tuples.h) on a small
+/* tests/test_data_tuples.c: golden test of the tuple builder (tuples/tuples.h) on a small
 ** hand-written trajectory file; the expected tuples are listed below, derived by hand from the
-** rules in data/tuples.h. Also: counts of what was skipped and why, the max_pairs policy
+** rules in tuples/tuples.h. Also: counts of what was skipped and why, the max_pairs policy
 ** (hardest negatives first, seeded), de-duplication, and the split (checked against
 ** sha256sum, an independent SHA-256). */
-#include "data/tuples.h"
+#include "tuples/tuples.h"
 #include "tests/testutil.h"
 
 #include <inttypes.h>
@@ -213,7 +213,7 @@ static void test_history_params(void)
     struct sink s;
     uint64_t c[SN_TC_COUNT];
     struct sn_tuples_params p = sn_tuples_default_params();
-    p.history_sentences = 1;
+    p.context.history_sentences = 1;
     CHECK(run(&p, &s, c) == SN_OK);
     CHECK(s.n > 4);
     CHECK_STR(s.v[4].context,
@@ -223,12 +223,12 @@ static void test_history_params(void)
                     "Round 1, agent 2 (answer C): Hmm.\n"
                     "Round 1, agent 3 (answer B): Experts agree it is the Danube.");
     /* more sentences than there are: the answer line (plain or in markdown) is not reasoning */
-    p.history_sentences = 5;
+    p.context.history_sentences = 5;
     CHECK(run(&p, &s, c) == SN_OK);
     CHECK(s.n > 4 && strstr(s.v[4].context, "(answer C): Hmm. I am unsure.\nRound 1, agent 3 "
                                             "(answer B): Experts agree it is the Danube. Trust "
                                             "me.") != NULL);
-    p.history_chars = 12; /* "The Nile flo" then the cut mark */
+    p.context.history_chars = 12; /* "The Nile flo" then the cut mark */
     CHECK(run(&p, &s, c) == SN_OK);
     CHECK(s.n > 4 && strstr(s.v[4].context, "(answer A): The Nile flo...\n") != NULL);
     CHECK(s.n > 4 && strstr(s.v[4].context, "(answer C): Hmm. I am un...\n") != NULL);

@@ -1,4 +1,4 @@
-/* tests/test_data_tuples_build.c: `sentinel build` end to end (data/tuples.h sn_tuples_build
+/* tests/test_data_tuples_build.c: `sentinel build` end to end (tuples/tuples.h sn_tuples_build
 ** and cli/cmd_build.c) on generated trajectories and the demo tokenizer:
 **   - every sequence in the shards fits max_len, is a ChatML rendering (starts with
 **     <|im_start|>, ends with <|im_end|> "\n"), keeps the task, and keeps the END of its
@@ -11,7 +11,7 @@
 **     summary "llm" without build.summary_endpoint exits 2 (tests/test_data_tuples_llm.c covers
 **     the LLM paths); inspect reads shards, manifests and trajectories, and a truncated GGUF
 **     fails naming the problem. */
-#include "data/build.h"
+#include "tuples/tuples.h"
 #include "tests/testutil.h"
 
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* tests/test_data_tuples_llm.c: the LLM paths of the tuple builder and `sentinel build`
-** (data/tuples.h sn_tuples_use_llm) against tests/servers/fake_openai.py, whose reply
+** (tuples/tuples.h sn_tuples_use_llm) against tests/servers/fake_openai.py, whose reply
 ** is "fake reply <sha12 of the request body>: read <W> words. The answer is (<X>)." with X set
 ** per trajectory by a [[fake:answer=X]] directive in the question text:
 **   - the context of round r > 0 is the server's summary of the earlier rounds (matched to the
@@ -14,9 +14,8 @@
 **     bytes; resume with other settings is refused;
 **   - an endpoint that always fails: exit 1, naming the trajectory and round;
 **   - recipe errors: unknown keys and endpoint names (did you mean), the sim backend. */
-#include "data/build.h"
-#include "data/sim/sim.h"
-#include "data/tuples.h"
+#include "tuples/tuples.h"
+#include "sim/sim.h"
 #include "llm/llm.h"
 #include "tests/testutil_openai.h"
 #include "tests/testutil.h"

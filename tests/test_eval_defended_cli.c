@@ -13,7 +13,7 @@
 **   - a second run resumes (nothing simulated again, the same figures); --gen-tokens-per-s
 **     scales the generation time; usage errors exit 2, missing arms 1. */
 #include "testutil.h"
-#include "data/trajectory.h"
+#include "data/data.h"
 #include "eval/eval.h"
 
 #include <math.h>

@@ -6,7 +6,7 @@
 #include "test_eval_fixture.h"
 #include "testutil_openai.h"
 
-#include "data/shard.h"
+#include "shard/shard.h"
 #include "eval/detect.h"
 
 /* a debate whose round-0 texts are given per agent (answers parsed from the grid) */

@@ -5,7 +5,7 @@
 ** complete sentinel.trajectory/1 lines, so the tests go through the real reader. */
 #ifndef SN_TEST_EVAL_FIXTURE_H
 #define SN_TEST_EVAL_FIXTURE_H
-#include "data/trajectory.h"
+#include "data/data.h"
 #include "eval/eval.h"
 #include "testutil.h"
 

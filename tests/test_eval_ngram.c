@@ -1,13 +1,12 @@
 /* tests/test_eval_ngram.c: the n-gram baseline's terms and choice of C (eval/detect_ngram.c),
 ** its role-labelled training data read from a real build (eval/detect_ngram_data.c), the
-** question keys `sentinel build` records (data/build_questions.c, tokenizer/fold.c) and
+** question keys `sentinel build` records (tuples/build_questions.c, tokenizer/fold.c) and
 ** `sentinel eval`'s leakage check by question text (docs/eval.md "Leakage", "Baselines"). The
 ** comparison with scikit-learn is tests/test_eval_ngram_sklearn.c. */
 #include "test_eval_fixture.h"
 
-#include "data/build.h"
-#include "data/shard.h"
-#include "data/tuples.h"
+#include "tuples/tuples.h"
+#include "shard/shard.h"
 #include "eval/detect.h"
 #include "tokenizer/tokenizer.h"
 

@@ -1,5 +1,5 @@
 /* tests/test_llm_backend.c: the backend handle of llm/llm.h for kinds implemented outside
-** llm/ (how data/sim's sim agents plug in): sn_llm_backend_create checks its ops table, the
+** llm/ (how sim/'s sim agents plug in): sn_llm_backend_create checks its ops table, the
 ** calls reach the kind's functions with its impl, the counters the kind updates are what
 ** sn_llm_backend_stats reports, close runs the kind's close once and frees the handle (ASan),
 ** and sn_llm_backend_open_with dispatches on "kind", naming the known kinds when it cannot. */

@@ -18,7 +18,7 @@
 **     refused naming the key;
 **   - a sequence longer than the model's context is an error naming the shard and the tuple;
 **     a misspelt train.batching names the nearest valid value. */
-#include "data/shard.h"
+#include "shard/shard.h"
 #include "tests/testutil.h"
 #include "tests/testutil_aten.h"
 #include "train/train.h"

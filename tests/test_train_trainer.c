@@ -10,7 +10,7 @@
 **     previous one, and the resumed run ends with byte-identical weights and optimizer state;
 **   - a changed setting is refused naming the key; NaN loss names the step and tuples; a
 **     foreign tokenizer, an empty train split and a truncated shard are clear errors. */
-#include "data/shard.h"
+#include "shard/shard.h"
 #include "tests/testutil.h"
 #include "train/train.h"
 

@@ -1,8 +1,8 @@
 /* tests/testutil_train.h: a small shard set of random token sequences for the trainer tests
-** (written with data/shard.h, no tokenizer needed). */
+** (written with shard/shard.h, no tokenizer needed). */
 #ifndef SN_TESTUTIL_TRAIN_H
 #define SN_TESTUTIL_TRAIN_H
-#include "data/shard.h"
+#include "shard/shard.h"
 
 enum { V = 96 };
 #define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

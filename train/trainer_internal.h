@@ -13,7 +13,7 @@
 #include "train/train.h"
 #include "train/train_internal.h"
 
-#include "data/shard.h"
+#include "shard/shard.h"
 
 #include <limits.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 /* tests/link/eval_groups.c: the group metrics (eval/) as a program linked against sn_eval
 ** alone, so tests/layout.cmake can check what that library really pulls in: trajectories come
-** from data_core; no libcurl, HDF5 or libtorch may reach the link (docs/design.md §3,
+** from data/; no libcurl, HDF5 or libtorch may reach the link (docs/design.md §3,
 ** docs/modules.txt). Usage: eval_groups [trajectory.jsonl[.gz]...]: prints the stats table. */
 #include "eval/eval.h"
 

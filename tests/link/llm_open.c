@@ -18,7 +18,7 @@ int main(void)
         fprintf(stderr, "llm_open: %s\n", err.msg);
         return 1;
     }
-    cfg = cJSON_Parse("{\"kind\":\"sim\"}"); /* "sim" lives in data/sim, unknown here */
+    cfg = cJSON_Parse("{\"kind\":\"sim\"}"); /* "sim" lives in sim/, unknown here */
     rc = sn_llm_backend_open(cfg, &b, &err);
     cJSON_Delete(cfg);
     if (rc != SN_E_ARG || b) {

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """tests/servers/fake_openai.py: a loopback OpenAI-compatible chat-completions server for the
-tests and benchmarks of the `openai` backend (data/sim/openai.c). Standard library only.
+tests and benchmarks of the `openai` backend (sim/openai.c). Standard library only.
 
     /usr/bin/python3 tests/servers/fake_openai.py --port-file P [--latency-ms 100]
         [--log requests.jsonl] [--lifetime 60] [--loading-s 0]
