@@ -1,5 +1,5 @@
-/* context/extract.c: final-answer extraction and numeric normalisation (docs/design.md §4 "Labels";
-** docs/simulate.md#answers-and-extraction). Contract in context/context.h.
+/* context/extract.c: final-answer extraction and numeric normalisation (docs/design.md §4
+** "Labels"; docs/simulate.md#answers-and-extraction). Contract in context/context.h.
 **
 ** The classic mistakes of research code are regression-tested in tests/test_data_extract.c:
 ** taking the first capital letter ("The answer is B" -> "T"), concatenating digits

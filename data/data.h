@@ -12,8 +12,8 @@
 #include "common/common.h"
 #include "context/context.h" /* enum sn_task, SN_ANSWER_MAX, answer extraction */
 
-/* ---- trajectories ----
-** writing and reading trajectory files, schema sentinel.trajectory/1
+/* ---- trajectories (data/trajectory.c) -----------------------------------------------------
+** Writing and reading trajectory files, schema sentinel.trajectory/1
 ** (docs/formats.md#trajectory; docs/design.md §5). One debate per line of gzip-compressed or plain
 ** JSON Lines. The reader streams: one line in memory at a time, so a file of any size reads in
 ** bounded memory.
@@ -233,8 +233,8 @@ struct sn_traj_out {
 ** On failure out may hold a partial object: the caller cuts it back. */
 int sn_traj_write(const struct sn_traj_out *t, struct sn_buf *out, struct sn_err *err);
 
-/* ---- questions and datasets ----
-** question datasets (answer extraction: context/context.h; docs/design.md §2 "questions", §4
+/* ---- questions and datasets (data/question.c, data/qset.c, data/datasets.c) ---------------
+** Question datasets (answer extraction: context/context.h; docs/design.md §2 "questions", §4
 ** "Labels"). Input formats are described in docs/simulate.md#datasets.
 **
 ** A dataset is loaded from a recipe spec object, e.g.
@@ -289,8 +289,8 @@ const char *sn_task_name(enum sn_task t); /* "mc" / "numeric" */
 int  sn_dataset_read_file(const char *kind, const char *path, const char *name,
                           const cJSON *spec, struct sn_qset *qs, struct sn_err *err);
 
-/* ---- the plurality vote ----
-** the one plurality vote of the project (docs/formats.md "Panel decision";
+/* ---- the plurality vote (data/vote.c) ------------------------------------------------------
+** The one plurality vote of the project (docs/formats.md "Panel decision";
 ** docs/design.md §4 "Final decision by majority vote"). The debate engine's recorded final
 ** decision (sim/engine.c) and `sentinel stats` (eval/) both call sn_vote_plurality, so a
 ** tie is settled the same way wherever a panel decides.
