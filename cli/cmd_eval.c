@@ -767,7 +767,7 @@ int sn_cmd_eval(int argc, char **argv)
                 p.n_boot = (int)v;
             break;
         case 'h': usage(stdout); return SN_EXIT_OK;
-        default: return sn_cli_usage_error("eval", "unknown option");
+        default: return sn_cli_bad_option("eval", argv[optind - 1], lopts);
         }
     }
     for (int i = optind; i < argc; i++) {

@@ -133,8 +133,7 @@ int sn_cmd_export(int argc, char **argv)
         case 'F': hf = optarg; break;
         case 'h': usage(stdout); return SN_EXIT_OK;
         default:
-            return sn_cli_usage_error("export", "unknown or incomplete option '%s'",
-                                      argv[optind - 1]);
+            return sn_cli_bad_option("export", argv[optind - 1], opts);
         }
     }
     if (optind < argc)
