@@ -72,6 +72,9 @@ int sn_cli_interrupted(const char *cmd, const struct sn_err *err, int sig);
 ** is close ("did you mean '--max-steps'?"); a usage error (returns SN_EXIT_USAGE). */
 struct option;
 int sn_cli_bad_option(const char *cmd, const char *arg, const struct option *opts);
+/* --progress MODE (auto, bar, plain, none) into *mode (sn_progress force_mode 0..3); a usage
+** error otherwise. */
+int sn_cli_progress_mode(const char *cmd, const char *arg, int *mode);
 /* The name in names[0..n) nearest to s by edit distance, or NULL when none is close enough to
 ** be what was meant (distance <= 2 + strlen(s) / 4). */
 const char *sn_cli_nearest(const char *s, const char *const *names, size_t n);

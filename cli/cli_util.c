@@ -24,6 +24,17 @@ int sn_cli_interrupted(const char *cmd, const struct sn_err *err, int sig)
     return SN_EXIT_SIGNAL_BASE + (sig > 0 ? sig : SIGINT);
 }
 
+int sn_cli_progress_mode(const char *cmd, const char *arg, int *mode)
+{
+    static const char *const names[] = {"auto", "bar", "plain", "none"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(arg, names[i])) {
+            *mode = i;
+            return SN_EXIT_OK;
+        }
+    return sn_cli_usage_error(cmd, "--progress '%s': expected auto, bar, plain or none", arg);
+}
+
 const char *sn_cli_nearest(const char *s, const char *const *names, size_t n)
 {
     const char *best = NULL;

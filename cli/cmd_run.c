@@ -927,7 +927,8 @@ int sn_cmd_run(int argc, char **argv)
             break;
         }
         int st_rc = run_stage(&r, s);
-        if (st_rc > SN_EXIT_SIGNAL_BASE) { /* stopped by a signal, its state saved */
+        if (st_rc == SN_EXIT_SIGNAL_BASE + SIGINT || st_rc == SN_EXIT_SIGNAL_BASE + SIGTERM) {
+            /* the stage stopped on our signal after saving its state (a SIGKILL is a failure) */
             fprintf(stderr, "sentinel run: stage %s interrupted (exit %d); re-run `sentinel run "
                             "%s` to resume\n", stage_name(&r, s), st_rc, r.recipe_path);
             rc = st_rc;
