@@ -962,9 +962,9 @@ int sn_cmd_run(int argc, char **argv)
             printf("sentinel run: nothing to do: every stage is up to date in %s\n", r.out);
         rc = summary(&r, n_ran);
         if (!rc) { /* the figures (docs/run.md, "Report"): a missing Python or matplotlib is
-                   ** said, never a failed run */
+                   ** said (stderr), never a failed run; stdout still ends with the summary */
             char *args[] = {r.self, "report", r.out, NULL};
-            int st = spawn(args, NULL);
+            int st = spawn(args, "/dev/null");
             if (st)
                 fprintf(stderr, "sentinel run: no figures (sentinel report exited %d); the run's "
                                 "results are complete\n", st);

@@ -24,4 +24,14 @@ expect 2 "unknown option '--zzzzzzzzzz'" -- "$bin" inspect --zzzzzzzzzz x
 expect 2 "option '--out' needs a value" -- "$bin" run r.json --out
 expect 0 "usage: sentinel report RUN_DIR" -- "$bin" report --help
 expect 1 "not a directory" -- "$bin" report "$tmp/none"
+# a bad line of `score --jsonl` is named once ("-:1: expected", not "-:1: -:1: expected"),
+# with the trained fixture's detector (tests/run.cmake) when this build has one
+gguf="${SENTINEL_TMP:-/tmp}/run_pipeline/a/detector.gguf"
+if [ -s "$gguf" ]; then
+  printf '{"context": 1}\n' > "$tmp/bad.jsonl"
+  expect 1 "sentinel score: -:1: expected {" -- sh -c "'$bin' score --detector '$gguf' --jsonl - < '$tmp/bad.jsonl'"
+  ! grep -q -- "-:1: -:1:" "$tmp/out" || { cat "$tmp/out"; fail "location printed twice"; }
+else
+  echo "note: no trained fixture ($gguf): the score message check is left out"
+fi
 echo ok
