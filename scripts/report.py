@@ -17,6 +17,7 @@ import csv
 import html
 import io
 import json
+import logging
 import math
 import os
 import sys
@@ -142,6 +143,9 @@ def main(run):
         with open(sp, encoding="utf-8") as f:
             summary = f.read()
     figs, note = [], ""
+    # matplotlib's notes (a font cache built on first use) would follow `sentinel run`'s
+    # summary on the terminal: only its errors are shown
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
     try:
         import matplotlib
         matplotlib.use("Agg")
