@@ -961,7 +961,9 @@ int sn_cmd_run(int argc, char **argv)
         if (!n_ran)
             printf("sentinel run: nothing to do: every stage is up to date in %s\n", r.out);
         rc = summary(&r, n_ran);
-        if (!rc) { /* the figures (docs/run.md, "Report"): a missing Python or matplotlib is
+        char html[PATH_MAX + 32];
+        snprintf(html, sizeof html, "%s/report.html", r.out);
+        if (!rc && (n_ran || !sn_path_exists(html))) { /* the figures (docs/run.md, "Report"): a missing Python or matplotlib is
                    ** said (stderr), never a failed run; stdout still ends with the summary */
             char *args[] = {r.self, "report", r.out, NULL};
             int st = spawn(args, "/dev/null");

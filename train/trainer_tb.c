@@ -129,17 +129,17 @@ static double wall_time(void)
 static int tb_open(struct sn_trainer *t, struct sn_err *err)
 {
     char dir[PATH_MAX], host[256] = "localhost";
-    int rc = sn_train_path_join(dir, sizeof dir, t->out, "runs", err);
-    if (!rc)
-        rc = sn_mkdirs(dir, err);
-    if (rc)
+    int rc = SN_OK, k = snprintf(dir, sizeof dir, "%s/runs", t->out);
+    if (k < 0 || (size_t)k >= sizeof dir)
+        return sn_err_set(err, SN_E_ARG, "path too long: %s/runs", t->out);
+    if ((rc = sn_mkdirs(dir, err)))
         return rc;
     if (gethostname(host, sizeof host - 1))
         snprintf(host, sizeof host, "localhost");
     host[sizeof host - 1] = '\0';
     double now = wall_time();
-    int k = snprintf(t->tb_path, sizeof t->tb_path, "%s/events.out.tfevents.%lld.%s", dir,
-                     (long long)now, host);
+    k = snprintf(t->tb_path, sizeof t->tb_path, "%s/events.out.tfevents.%lld.%s", dir,
+                 (long long)now, host);
     if (k < 0 || (size_t)k >= sizeof t->tb_path)
         return sn_err_set(err, SN_E_ARG, "path too long: %s/events.out.tfevents...", dir);
     t->tb = fopen(t->tb_path, "ab");
