@@ -124,7 +124,7 @@ int  sn_trainer_settings_init(struct sn_trainer *t, struct sn_err *err);
 void sn_trainer_restart_wipe(struct sn_trainer *t);
 /* An existing run in out (settings_path exists): refuses other settings, else finds the newest
 ** checkpoint that verifies into resume_dir (PATH_MAX; left as is when none) and its
-** trainer_state.json into *state (caller deletes). */
+** sentinel_state.json (trainer_state.json before schema /2) into *state (caller deletes). */
 int  sn_trainer_find_resume(struct sn_trainer *t, const char *settings_path, char *resume_dir,
                             cJSON **state, struct sn_err *err);
 /* Restores the optimizer, the step, the token count and the best checkpoint from resume_dir
