@@ -1,9 +1,9 @@
 /* train/trainer_ckpt.c: what the trainer keeps on disk and reads back: the settings whose
 ** equality allows a resume, checkpoints (weights or adapter, AdamW moments, HF's
 ** trainer_state.json, sentinel_state.json with every file's SHA-256) written to a temporary
-** directory and renamed, the search for the
-** newest checkpoint that verifies and the exact resume from it, and metrics.jsonl. Layouts:
-** docs/formats.md ("Training output directory"); resume rules: docs/train.md.
+** directory and renamed, the search for the newest checkpoint that verifies and the exact
+** resume from it, and metrics.jsonl. Layouts: docs/formats.md ("Training output directory");
+** resume rules: docs/train.md.
 **
 ** Exact resume: the data order and the dropout streams are functions of the seed and the step
 ** (trainer_batches.c, trainer_step.c), so a checkpoint stores no random state beyond the step.
