@@ -963,8 +963,9 @@ int sn_cmd_run(int argc, char **argv)
         rc = summary(&r, n_ran);
         char html[PATH_MAX + 32];
         snprintf(html, sizeof html, "%s/report.html", r.out);
-        if (!rc && (n_ran || !sn_path_exists(html))) { /* the figures (docs/run.md, "Report"): a missing Python or matplotlib is
-                   ** said (stderr), never a failed run; stdout still ends with the summary */
+        /* the figures (docs/run.md, "Report"), redrawn when a stage ran: a missing Python or
+        ** matplotlib is said (stderr), never a failed run; stdout still ends with the summary */
+        if (!rc && (n_ran || !sn_path_exists(html))) {
             char *args[] = {r.self, "report", r.out, NULL};
             int st = spawn(args, "/dev/null");
             if (st)
