@@ -13,6 +13,10 @@
 #include <signal.h>
 
 enum { SN_EXIT_OK = 0, SN_EXIT_FAIL = 1, SN_EXIT_USAGE = 2, SN_EXIT_UNAVAILABLE = 3 };
+/* A job stopped by SIGINT or SIGTERM after saving what resumes it exits 128 + the signal (130,
+** 143), as a shell reports a process the signal killed, so that job schedulers (Slurm requeue
+** logic) tell it from a failure (docs/design.md §1). */
+enum { SN_EXIT_SIGNAL_BASE = 128 };
 
 int sn_cmd_run(int argc, char **argv);
 int sn_cmd_simulate(int argc, char **argv);
@@ -46,6 +50,7 @@ int sn_cli_score_pair_files(const char *context_file, const char *response_file,
 int sn_cmd_stats(int argc, char **argv);
 int sn_cmd_tokenize(int argc, char **argv);
 int sn_cmd_inspect(int argc, char **argv);
+int sn_cmd_report(int argc, char **argv);
 
 /* Prints "sentinel <cmd>: <err->msg>" to stderr and returns SN_EXIT_FAIL (or SN_EXIT_USAGE when
 ** err->code is SN_E_ARG). */
@@ -59,6 +64,20 @@ int sn_cli_fail(const char *cmd, const struct sn_err *err);
 int sn_cli_spawn(const char *cmd, char **argv, const char *out_path,
                  volatile sig_atomic_t *child_pid);
 int sn_cli_remove_tree(const char *cmd, const char *path);
+/* A job stopped by signal sig (0: SIGINT) once its state is saved: prints "sentinel <cmd>:
+** <err->msg>" and returns SN_EXIT_SIGNAL_BASE + sig. */
+int sn_cli_interrupted(const char *cmd, const struct sn_err *err, int sig);
+/* An option getopt_long refused (arg = argv[optind - 1]): "needs a value" for a known long
+** option, else "unknown option" with the nearest of opts' long names by edit distance when one
+** is close ("did you mean '--max-steps'?"); a usage error (returns SN_EXIT_USAGE). */
+struct option;
+int sn_cli_bad_option(const char *cmd, const char *arg, const struct option *opts);
+/* --progress MODE (auto, bar, plain, none) into *mode (sn_progress force_mode 0..3); a usage
+** error otherwise. */
+int sn_cli_progress_mode(const char *cmd, const char *arg, int *mode);
+/* The name in names[0..n) nearest to s by edit distance, or NULL when none is close enough to
+** be what was meant (distance <= 2 + strlen(s) / 4). */
+const char *sn_cli_nearest(const char *s, const char *const *names, size_t n);
 /* Prints "sentinel <cmd>: <reason>; try 'sentinel <cmd> --help'" and returns SN_EXIT_USAGE. */
 int sn_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* For subcommands this build does not have: prints why and returns SN_EXIT_UNAVAILABLE. */

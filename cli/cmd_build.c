@@ -18,12 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static volatile sig_atomic_t cancel_flag;
+static volatile sig_atomic_t cancel_flag; /* the signal that asked to stop, 0 = none */
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    cancel_flag = 1;
+    cancel_flag = sig;
 }
 
 static const char *const build_keys[] = {
@@ -95,7 +94,8 @@ static void usage(FILE *f)
 "the manifest are kept) and ends with the same bytes as an uninterrupted one; a directory\n"
 "holding a build with other settings is refused. Ctrl-C stops cleanly.\n"
 "Exit status: 0 ok, 1 failure (message names file:line and field for bad input), 2 usage\n"
-"or recipe error, 3 a requested feature is not in this build.\n");
+"or recipe error, 3 a requested feature is not in this build, 130/143 stopped by\n"
+"SIGINT/SIGTERM with the complete shards kept (re-run to continue).\n");
 }
 
 struct cli_progress {
@@ -363,7 +363,7 @@ int sn_cmd_build(int argc, char **argv)
             status = sn_cli_usage_error("build", "option '%s' needs a value", argv[optind - 1]);
             break;
         default:
-            status = sn_cli_usage_error("build", "unknown option '%s'", argv[optind - 1]);
+            status = sn_cli_bad_option("build", argv[optind - 1], opts);
             break;
         }
         if (status)
@@ -481,7 +481,7 @@ int sn_cmd_build(int argc, char **argv)
     if (rc == SN_E_CANCELLED) {
         fprintf(stderr, "sentinel build: interrupted; the shards listed in %s/manifest.json are "
                         "complete; re-run the same command to continue\n", out);
-        status = SN_EXIT_FAIL;
+        status = SN_EXIT_SIGNAL_BASE + (cancel_flag ? cancel_flag : SIGINT);
     } else if (rc) {
         status = sn_cli_fail("build", &err);
     } else {

@@ -91,6 +91,8 @@ static void usage(FILE *f)
 "                          no real generation time (default 50 tokens/s; endpoint debates\n"
 "                          use their recorded latency)\n"
 "      --quiet             no table on stdout\n"
+"      --progress MODE     auto (default: a bar on a terminal, plain lines otherwise), bar,\n"
+"                          plain or none: debates replayed and their rate\n"
 "  -h, --help              this help\n"
 "\n"
 "Exit status: 0 ok, 1 failure, 2 usage error.\n");
@@ -667,6 +669,7 @@ int sn_cmd_eval(int argc, char **argv)
         {"gen-tokens-per-s", required_argument, 0, 'G'},
         {"ngram-train", required_argument, 0, 'N'},
         {"train-trajectories", required_argument, 0, 'P'},
+        {"progress", required_argument, 0, 'W'},
         {0, 0, 0, 0}};
     const char *train_traj[64];
     struct sn_ngram_data nd = {.labels = SN_NGRAM_ROLES, .trajectories = train_traj};
@@ -683,7 +686,7 @@ int sn_cmd_eval(int argc, char **argv)
     const char *sets[64];
     size_t n_sets = 0, limit = 0;
     bool gen_speed = false;
-    int c;
+    int c, progress_mode = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "i:hq", lopts, NULL)) != -1) {
         char *end = NULL;
@@ -695,6 +698,10 @@ int sn_cmd_eval(int argc, char **argv)
             inputs[n_inputs++] = optarg;
             break;
         case 'D': detector = optarg; break;
+        case 'W':
+            if (sn_cli_progress_mode("eval", optarg, &progress_mode))
+                return SN_EXIT_USAGE;
+            break;
         case 'F': def_dir = optarg; break;
         case 'r': recipe = optarg; break;
         case 'E':
@@ -767,7 +774,7 @@ int sn_cmd_eval(int argc, char **argv)
                 p.n_boot = (int)v;
             break;
         case 'h': usage(stdout); return SN_EXIT_OK;
-        default: return sn_cli_usage_error("eval", "unknown option");
+        default: return sn_cli_bad_option("eval", argv[optind - 1], lopts);
         }
     }
     for (int i = optind; i < argc; i++) {
@@ -851,6 +858,16 @@ int sn_cmd_eval(int argc, char **argv)
         rc = setup(&e, list, &nd, judge, &p, &err);
     if (!rc && items)
         rc = sn_buf_printf(&e.items, &err, "%s\n", sn_detect_items_header());
+    /* the replay scores every message with every ranker: a progress display as train's
+    ** (the number of debates is known only once read, so no ETA) */
+    struct sn_progress *bar = NULL;
+    struct sn_progress_params pp = sn_progress_default_params();
+    pp.label = "eval";
+    pp.unit = "debates";
+    pp.force_mode = progress_mode;
+    struct sn_err perr = {0}; /* no display is no failure */
+    if (!rc && sn_progress_create(&pp, &bar, &perr))
+        bar = NULL;
     for (size_t f = 0; !rc && f < n_paths; f++) {
         struct sn_traj_reader *r = NULL;
         if ((rc = sn_traj_reader_open(paths[f], &rp, &r, &err)))
@@ -874,10 +891,13 @@ int sn_cmd_eval(int argc, char **argv)
             if (rc)
                 break;
             n_debates++;
+            sn_progress_update(bar, n_debates, NULL);
         }
         n_skipped += sn_traj_reader_n_skipped(r);
         sn_traj_reader_close(r);
     }
+    if (bar)
+        sn_progress_finish(bar, rc ? "stopped" : "replayed");
     if (!rc && n_debates == 0)
         rc = sn_err_set(&err, SN_E_ARG, "no debates in the inputs");
     if (!rc && leak.n_seen)

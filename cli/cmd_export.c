@@ -54,6 +54,8 @@ static void usage(FILE *f)
         "  --tokenizer-hash HEX the tokenizer hash the shards record (default: SHA-256 of the\n"
         "                       base's tokenizer.json, which is what `sentinel build` records)\n"
         "  --name NAME          general.name (default: the base directory's name)\n"
+        "  --progress MODE      auto (default: a bar on a terminal, plain lines otherwise),\n"
+        "                       bar, plain or none: layers converted, rate and ETA\n"
         "  -h, --help           this help\n"
         "\n"
         "At least one of -o, --peft and --hf is needed.\n"
@@ -70,6 +72,26 @@ static int parse_u32(const char *s, uint32_t *out)
     return 0;
 }
 
+/* The progress display of the GGUF conversion (common.h sn_progress, as train's), created at
+** the first layer, when the number of layers is known. */
+struct export_bar {
+    struct sn_progress_params pp;
+    struct sn_progress *bar;
+};
+
+static void on_layer(void *user, uint64_t done, uint64_t total)
+{
+    struct export_bar *b = user;
+    if (!b->bar) {
+        struct sn_err e = {0};
+        b->pp.total = total;
+        b->pp.initial = done;
+        if (sn_progress_create(&b->pp, &b->bar, &e))
+            return;
+    }
+    sn_progress_update(b->bar, done, NULL);
+}
+
 int sn_cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -82,11 +104,13 @@ int sn_cmd_export(int argc, char **argv)
         {"history-chars", required_argument, NULL, 'C'},
         {"adapter-only", no_argument, NULL, 'A'},      {"peft", required_argument, NULL, 'P'},
         {"hf", required_argument, NULL, 'F'},          {"help", no_argument, NULL, 'h'},
+        {"progress", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     struct sn_export_params p = sn_export_default_params();
     const char *out = NULL, *peft = NULL, *hf = NULL;
     bool adapter_only = false;
+    int progress_mode = 0;
     optind = 1;
     opterr = 0;
     for (;;) {
@@ -131,10 +155,13 @@ int sn_cmd_export(int argc, char **argv)
         case 'A': adapter_only = true; break;
         case 'P': peft = optarg; break;
         case 'F': hf = optarg; break;
+        case 'G':
+            if (sn_cli_progress_mode("export", optarg, &progress_mode))
+                return SN_EXIT_USAGE;
+            break;
         case 'h': usage(stdout); return SN_EXIT_OK;
         default:
-            return sn_cli_usage_error("export", "unknown or incomplete option '%s'",
-                                      argv[optind - 1]);
+            return sn_cli_bad_option("export", argv[optind - 1], opts);
         }
     }
     if (optind < argc)
@@ -151,8 +178,16 @@ int sn_cmd_export(int argc, char **argv)
                                   adapter_only ? "--adapter-only" : "--peft");
     struct sn_err err = {0};
     if (out) {
+        struct export_bar eb = {sn_progress_default_params(), NULL};
+        eb.pp.label = "export";
+        eb.pp.unit = "layers";
+        eb.pp.force_mode = progress_mode;
+        p.progress = on_layer;
+        p.progress_user = &eb;
         int rc = adapter_only ? sn_export_adapter_gguf(&p, out, &err)
                               : sn_export_gguf(&p, out, &err);
+        if (eb.bar)
+            sn_progress_finish(eb.bar, rc ? "stopped" : "written");
         if (rc)
             return sn_cli_fail("export", &err);
         fprintf(stderr, "sentinel export: wrote %s%s\n", out,

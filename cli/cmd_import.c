@@ -98,8 +98,7 @@ int sn_cmd_import(int argc, char **argv)
             break;
         case 'h': usage(stdout); return SN_EXIT_OK;
         default:
-            return sn_cli_usage_error("import", "unknown or incomplete option '%s'",
-                                      argv[optind - 1]);
+            return sn_cli_bad_option("import", argv[optind - 1], opts);
         }
     }
     if (!out)

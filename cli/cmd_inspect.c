@@ -32,9 +32,9 @@ static void usage(FILE *f)
 "      hash), every key (arrays: type, count, first items) and every tensor (type, shape,\n"
 "      offset); the file is read with the strict reader, so a damaged file says where\n"
 "  safetensors file: every tensor (dtype, shape) and the parameter count\n"
-"  checkpoint directory (trainer_state.json): step, epoch, data cursor, best so far, the\n"
+"  checkpoint directory (sentinel_state.json): step, epoch, data cursor, best so far, the\n"
 "      model it holds (PEFT adapter or full HF model) and its files; --verify checks their\n"
-"      SHA-256 against trainer_state.json\n"
+"      SHA-256 against sentinel_state.json (trainer_state.json in older checkpoints)\n"
 "  training run directory (train_settings.json, latest): settings, checkpoints with latest\n"
 "      and best, the last logged step, final metrics; --verify checks the latest checkpoint\n"
 "  Hugging Face model or PEFT adapter directory: its config and parameter count\n"
@@ -707,7 +707,8 @@ static enum kind sniff(const char *path)
         snprintf(p, sizeof p, "%s/%s", path, SN_MANIFEST_NAME);
         if (sn_path_exists(p))
             return K_MANIFEST;
-        static const char *const model_files[] = {"trainer_state.json", "train_settings.json",
+        static const char *const model_files[] = {"sentinel_state.json", "trainer_state.json",
+                                                  "train_settings.json",
                                                   "latest", "adapter_config.json",
                                                   "config.json", NULL};
         for (int i = 0; model_files[i]; i++) {
@@ -773,7 +774,7 @@ int sn_cmd_inspect(int argc, char **argv)
         case ':':
             return sn_cli_usage_error("inspect", "option '%s' needs a value", argv[optind - 1]);
         default:
-            return sn_cli_usage_error("inspect", "unknown option '%s'", argv[optind - 1]);
+            return sn_cli_bad_option("inspect", argv[optind - 1], lo);
         }
     }
     if (optind + 1 != argc)

@@ -1,9 +1,10 @@
 /* cli/cmd_inspect_model.c: `sentinel inspect` of what training writes (docs/train.md, layouts
 ** in docs/formats.md):
 **   - a safetensors file: its metadata, every tensor (dtype, shape) and the parameter count;
-**   - a checkpoint directory (trainer_state.json): step, epoch, data cursor, the best
-**     checkpoint so far, the model it holds (a PEFT LoRA adapter, or a full Hugging Face model
-**     directory), and its files, whose SHA-256 --verify checks against trainer_state.json;
+**   - a checkpoint directory (sentinel_state.json, or trainer_state.json of a checkpoint written
+**     before sentinel.trainer_state/2): step, epoch, data cursor, the best checkpoint so far,
+**     the model it holds (a PEFT LoRA adapter, or a full Hugging Face model directory), and its
+**     files, whose SHA-256 --verify checks against that state file;
 **   - a training output directory (train_settings.json, latest): the run's settings, its
 **     checkpoints with latest and best, the last logged step and the final metrics;
 **   - a Hugging Face model or PEFT adapter directory written by anything else: its config and
@@ -207,10 +208,18 @@ static int describe_model(const char *dir, cJSON *out, struct sn_err *err)
     return sn_err_set(err, SN_E_ARG, "%s: neither adapter_config.json nor config.json", dir);
 }
 
-/* A checkpoint directory: trainer_state.json plus the model files it lists. */
+/* Our state file in a checkpoint directory: sentinel_state.json, or for a checkpoint written
+** before sentinel.trainer_state/2 trainer_state.json (docs/formats.md, "Checkpoint"). */
+static const char *state_file(const char *dir)
+{
+    return has(dir, "sentinel_state.json") ? "sentinel_state.json" : "trainer_state.json";
+}
+
+/* A checkpoint directory: our state file plus the model files it lists. */
 static int inspect_checkpoint(const char *dir, bool json, bool verify, struct sn_err *err)
 {
-    cJSON *st = load_json(dir, "trainer_state.json", err);
+    const char *sf = state_file(dir);
+    cJSON *st = load_json(dir, sf, err);
     if (!st)
         return err->code;
     cJSON *j = json ? cJSON_CreateObject() : NULL;
@@ -238,8 +247,8 @@ static int inspect_checkpoint(const char *dir, bool json, bool verify, struct sn
             continue;
         if (!cJSON_IsString(f) || strlen(f->valuestring) != 64 || strchr(f->string, '/')) {
             n_bad++;
-            fprintf(stderr, "sentinel inspect: ERROR: %s/trainer_state.json: files.%s is not a "
-                    "SHA-256 of a file in the directory\n", dir, f->string);
+            fprintf(stderr, "sentinel inspect: ERROR: %s/%s: files.%s is not a SHA-256 of a "
+                    "file in the directory\n", dir, sf, f->string);
             continue;
         }
         char p[4096], hex[65];
@@ -248,8 +257,9 @@ static int inspect_checkpoint(const char *dir, bool json, bool verify, struct sn
         bool ok = !sn_sha256_file(p, hex, &ferr) && !strcmp(hex, f->valuestring);
         if (!ok) {
             n_bad++;
-            fprintf(stderr, "sentinel inspect: ERROR: %s: %s\n", p,
-                    ferr.code ? ferr.msg : "SHA-256 differs from trainer_state.json's");
+            fprintf(stderr, "sentinel inspect: ERROR: %s: %s%s\n", p,
+                    ferr.code ? ferr.msg : "SHA-256 differs from the one in ",
+                    ferr.code ? "" : sf);
         }
         if (checked)
             cJSON_AddBoolToObject(checked, f->string, ok);
@@ -259,16 +269,15 @@ static int inspect_checkpoint(const char *dir, bool json, bool verify, struct sn
         cJSON_ArrayForEach(f, files)
             printf(" %s", f->string);
         if (verify)
-            printf("\n             %zu of %zu match the SHA-256 in trainer_state.json\n",
-                   n_files - n_bad, n_files);
+            printf("\n             %zu of %zu match the SHA-256 in %s\n",
+                   n_files - n_bad, n_files, sf);
         else
-            printf("\n             (SHA-256 recorded in trainer_state.json; --verify checks "
-                   "them)\n");
+            printf("\n             (SHA-256 recorded in %s; --verify checks them)\n", sf);
     }
     if (!rc && json) {
         cJSON_AddStringToObject(j, "dir", dir);
         cJSON_AddStringToObject(j, "kind", "checkpoint");
-        cJSON_AddItemToObject(j, "trainer_state", cJSON_Duplicate(st, true));
+        cJSON_AddItemToObject(j, "state", cJSON_Duplicate(st, true));
         if (verify) {
             cJSON_AddItemToObject(j, "verified", checked);
             checked = NULL;
@@ -286,8 +295,8 @@ static int inspect_checkpoint(const char *dir, bool json, bool verify, struct sn
         return sn_err_set(err, SN_E_FORMAT, "%s: %zu of %zu files do not match their SHA-256",
                           dir, n_bad, n_files);
     if (verify && !n_files)
-        return sn_err_set(err, SN_E_FORMAT, "%s/trainer_state.json: no \"files\" object of "
-                          "SHA-256s to verify against", dir);
+        return sn_err_set(err, SN_E_FORMAT, "%s/%s: no \"files\" object of "
+                          "SHA-256s to verify against", dir, sf);
     return SN_OK;
 }
 
@@ -356,7 +365,7 @@ static int inspect_run(const char *dir, bool json, bool verify, struct sn_err *e
     cJSON *best = NULL;
     if (latest[0]) {
         snprintf(p, sizeof p, "%s/%s", dir, latest);
-        best = load_json(p, "trainer_state.json", err);
+        best = load_json(p, state_file(p), err);
         sn_err_clear(err);
     }
     int rc = SN_OK;
@@ -442,7 +451,7 @@ int sn_inspect_model_dir(const char *dir, bool json, bool verify)
 {
     struct sn_err err = {0};
     int rc;
-    if (has(dir, "trainer_state.json"))
+    if (has(dir, "sentinel_state.json") || has(dir, "trainer_state.json"))
         rc = inspect_checkpoint(dir, json, verify, &err);
     else if (has(dir, "train_settings.json") || has(dir, "latest"))
         rc = inspect_run(dir, json, verify, &err);

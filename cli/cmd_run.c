@@ -64,7 +64,8 @@ static void usage(FILE *f)
 "(docs/run.md).\n"
 "Section `import`: format (collab-attack, chatlog), answers, skip_unsupported, skip_bad,\n"
 "sets (list of {name, paths, group_model, adv_model}).\n"
-"Exit status: 0 ok, 1 a stage failed (re-run to resume), 2 usage or recipe error.\n");
+"Exit status: 0 ok, 1 a stage failed (re-run to resume), 2 usage or recipe error, 130/143\n"
+"a stage stopped by SIGINT/SIGTERM with its state saved (re-run to resume).\n");
 }
 
 /* ---- child processes ---------------------------------------------------------------------- */
@@ -812,8 +813,7 @@ int sn_cmd_run(int argc, char **argv)
         case 'h': usage(stdout); free(r.sets); return SN_EXIT_OK;
         default:
             free(r.sets);
-            return sn_cli_usage_error("run", "unknown or incomplete option '%s'",
-                                      argv[optind - 1]);
+            return sn_cli_bad_option("run", argv[optind - 1], opts);
         }
     }
     if (optind + 1 != argc) {
@@ -927,9 +927,20 @@ int sn_cmd_run(int argc, char **argv)
             break;
         }
         int st_rc = run_stage(&r, s);
-        if (st_rc) {
-            fprintf(stderr, "sentinel run: stage %s failed (exit %d); re-run `sentinel run %s` "
-                            "to resume\n", stage_name(&r, s), st_rc, r.recipe_path);
+        if (st_rc == SN_EXIT_SIGNAL_BASE + SIGINT || st_rc == SN_EXIT_SIGNAL_BASE + SIGTERM) {
+            /* the stage stopped on our signal after saving its state (a SIGKILL is a failure) */
+            fprintf(stderr, "sentinel run: stage %s interrupted (exit %d); re-run `sentinel run "
+                            "%s` to resume\n", stage_name(&r, s), st_rc, r.recipe_path);
+            rc = st_rc;
+            break;
+        }
+        if (st_rc) { /* a usage or recipe error needs a fix first, not a re-run */
+            if (st_rc == SN_EXIT_USAGE)
+                fprintf(stderr, "sentinel run: stage %s refused its settings (exit 2); fix the "
+                                "recipe or --set named above\n", stage_name(&r, s));
+            else
+                fprintf(stderr, "sentinel run: stage %s failed (exit %d); re-run `sentinel run "
+                                "%s` to resume\n", stage_name(&r, s), st_rc, r.recipe_path);
             rc = st_rc == SN_EXIT_USAGE ? SN_EXIT_USAGE : SN_EXIT_FAIL;
             break;
         }
@@ -950,6 +961,17 @@ int sn_cmd_run(int argc, char **argv)
         if (!n_ran)
             printf("sentinel run: nothing to do: every stage is up to date in %s\n", r.out);
         rc = summary(&r, n_ran);
+        char html[PATH_MAX + 32];
+        snprintf(html, sizeof html, "%s/report.html", r.out);
+        /* the figures (docs/run.md, "Report"), redrawn when a stage ran: a missing Python or
+        ** matplotlib is said (stderr), never a failed run; stdout still ends with the summary */
+        if (!rc && (n_ran || !sn_path_exists(html))) {
+            char *args[] = {r.self, "report", r.out, NULL};
+            int st = spawn(args, "/dev/null");
+            if (st)
+                fprintf(stderr, "sentinel run: no figures (sentinel report exited %d); the run's "
+                                "results are complete\n", st);
+        }
     }
 done:
     cJSON_Delete(r.recipe);

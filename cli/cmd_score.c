@@ -333,8 +333,7 @@ int sn_cmd_score(int argc, char **argv)
             break;
         case 'h': usage(stdout); return SN_EXIT_OK;
         default:
-            return sn_cli_usage_error("score", "unknown or incomplete option '%s'",
-                                      argv[optind - 1]);
+            return sn_cli_bad_option("score", argv[optind - 1], opts);
         }
     }
     if (optind < argc)

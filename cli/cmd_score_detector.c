@@ -166,7 +166,7 @@ int sn_cli_score_jsonl(const char *path, const struct sn_cli_pair_scorer *sc,
             resp = NULL;
             scores = NULL;
         }
-        if (rc)
+        if (rc && strncmp(err->msg, where, strlen(where))) /* one location prefix, not two */
             sn_err_wrap(err, "%s", where);
         cJSON_Delete(j);
     }
@@ -244,8 +244,7 @@ int sn_cmd_score_detector(int argc, char **argv)
             break;
         case 'h': usage(stdout); return SN_EXIT_OK;
         default:
-            return sn_cli_usage_error("score", "unknown or incomplete option '%s' (with "
-                                      "--detector)", argv[optind - 1]);
+            return sn_cli_bad_option("score", argv[optind - 1], opts);
         }
     }
     if (optind < argc)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 static volatile int cancel_flag;
+static volatile sig_atomic_t stop_signal; /* the first signal, for the exit status */
 
 static void on_signal(int sig)
 {
@@ -19,6 +20,7 @@ static void on_signal(int sig)
         signal(sig, SIG_DFL);
         raise(sig);
     }
+    stop_signal = sig;
     cancel_flag = 1;
 }
 
@@ -84,8 +86,9 @@ static void usage(FILE *f)
 "  -h, --help            this help\n"
 "\n"
 "Exit status: 0 all debates written; 1 some debates failed (listed in the errors file; re-run\n"
-"to retry) or the job failed; 2 usage or recipe error. Ctrl-C stops cleanly (a second one\n"
-"kills); re-run to continue. Recipe keys: docs/simulate.md. A `sentinel` defense scores with\n"
+"to retry) or the job failed; 2 usage or recipe error; 130/143 stopped by SIGINT/SIGTERM\n"
+"after the debates in flight were written (a second signal kills): re-run to continue.\n"
+"Recipe keys: docs/simulate.md. A `sentinel` defense scores with\n"
 "the runtime detector named by its \"detector\" key (a GGUF of `sentinel export`).\n");
 }
 
@@ -163,7 +166,7 @@ int sn_cmd_simulate(int argc, char **argv)
             if (optopt)
                 return sn_cli_usage_error("simulate", "option '-%c' is unknown or lacks its "
                                           "value", optopt);
-            return sn_cli_usage_error("simulate", "unknown option '%s'", argv[optind - 1]);
+            return sn_cli_bad_option("simulate", argv[optind - 1], opts);
         }
     }
     if (optind < argc) {
@@ -211,7 +214,8 @@ int sn_cmd_simulate(int argc, char **argv)
     dets_free(&dets);
     cJSON_Delete(recipe);
     if (rc) {
-        status = sn_cli_fail("simulate", &err);
+        status = rc == SN_E_CANCELLED ? sn_cli_interrupted("simulate", &err, stop_signal)
+                                      : sn_cli_fail("simulate", &err);
     } else {
         fprintf(stderr, "simulate: %llu debates planned for shard %d/%d, %llu written now, %llu "
                 "already present -> %s\n", (unsigned long long)rep.planned, p.shard_index,

@@ -410,8 +410,7 @@ int sn_cmd_stats(int argc, char **argv)
             break;
         case 'h': usage(stdout); goto done;
         default:
-            status = sn_cli_usage_error("stats", "unknown or incomplete option '%s'",
-                                        argv[optind - 1]);
+            status = sn_cli_bad_option("stats", argv[optind - 1], lopts);
             goto done;
         }
     }

@@ -386,8 +386,7 @@ int sn_cmd_tokenize(int argc, char **argv)
         }
         case 'h': usage(stdout); return SN_EXIT_OK;
         default:
-            return sn_cli_usage_error("tokenize", "unknown or incomplete option '%s'",
-                                      argv[optind - 1]);
+            return sn_cli_bad_option("tokenize", argv[optind - 1], opts);
         }
     }
     if (optind < argc)

@@ -27,8 +27,10 @@ static void usage(FILE *f)
 "`sentinel build` directory: LoRA + reward head on a Hugging Face base, or every parameter of\n"
 "a seeded `tiny`/`small` model (train.mode full). Writes OUT_DIR/metrics.jsonl (one JSON line\n"
 "per step, TRL names), OUT_DIR/checkpoint-N/ (PEFT adapter or HF model directory, optimizer\n"
-"state, trainer_state.json with SHA-256s), OUT_DIR/latest and OUT_DIR/final_metrics.json.\n"
-"Re-running on OUT_DIR resumes from its latest good checkpoint when the settings are equal.\n"
+"state, HF's trainer_state.json, sentinel_state.json with SHA-256s), OUT_DIR/latest and\n"
+"OUT_DIR/final_metrics.json; with train.report_to \"tensorboard\" also TensorBoard event\n"
+"files in OUT_DIR/runs/. Re-running on OUT_DIR resumes from its latest good checkpoint when\n"
+"the settings are equal.\n"
 "\n"
 "options:\n"
 "  -r, --recipe FILE      recipe JSON; its `train` section (see docs/train.md)\n"
@@ -53,7 +55,10 @@ static void usage(FILE *f)
 "\n"
 "Batches: train.batching padded, packed or shared_prefix; train.dtype bfloat16 for bf16\n"
 "matrix products with f32 master weights (docs/train.md); with --nproc N or a launcher and a\n"
-"CUDA device the ranks all-reduce with NCCL (docs/train.md, 'GPUs').\n");
+"CUDA device the ranks all-reduce with NCCL (docs/train.md, 'GPUs').\n"
+"\n"
+"Exit status: 0 ok, 1 failure, 2 usage or recipe error, 3 not in this build, 130/143 stopped\n"
+"by SIGINT/SIGTERM after writing a checkpoint at the current step (re-run to resume).\n");
 }
 
 static int parse_count(const char *opt, const char *s, int64_t *out)
@@ -182,9 +187,11 @@ static int launch(int nproc, int argc, char **argv)
 ** volatile sig_atomic_t, the only kind of static object C lets a signal handler read. */
 _Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "the signal handler needs a lock-free pointer");
 static _Atomic(struct sn_trainer *) running;
+static volatile sig_atomic_t stop_signal; /* the signal that asked, for the exit status */
 
 static void on_signal(int sig)
 {
+    stop_signal = sig;
     sn_trainer_request_stop(atomic_load(&running));
     signal(sig, SIG_DFL); /* a second one kills */
 }
@@ -247,7 +254,7 @@ int sn_cmd_train(int argc, char **argv)
             status = sn_cli_usage_error("train", "option '%s' needs a value", argv[optind - 1]);
             break;
         default:
-            status = sn_cli_usage_error("train", "unknown option '%s'", argv[optind - 1]);
+            status = sn_cli_bad_option("train", argv[optind - 1], opts);
             break;
         }
     }
@@ -331,7 +338,8 @@ int sn_cmd_train(int argc, char **argv)
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
         if (sn_trainer_run(t, &err))
-            status = sn_cli_fail("train", &err);
+            status = err.code == SN_E_CANCELLED ? sn_cli_interrupted("train", &err, stop_signal)
+                                                : sn_cli_fail("train", &err);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         atomic_store(&running, NULL);

@@ -20,6 +20,7 @@ static const struct {
     {"stats",    sn_cmd_stats,    "group-dynamics metrics on trajectories (SDI, FAT, NAC, DC/DM, ...)"},
     {"tokenize", sn_cmd_tokenize, "text -> token ids (or back with --decode)"},
     {"inspect",  sn_cmd_inspect,  "what is inside a shard, checkpoint, GGUF or trajectory file"},
+    {"report",   sn_cmd_report,   "figures (PNG) and report.html of a `sentinel run` directory"},
 };
 
 static void usage(FILE *f)
@@ -82,6 +83,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return finish_stdout(commands[i].name, commands[i].fn(argc - 1, argv + 1));
-    fprintf(stderr, "sentinel: unknown command '%s'; try 'sentinel --help'\n", argv[1]);
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        names[i] = commands[i].name;
+    const char *near = sn_cli_nearest(argv[1], names, sizeof names / sizeof names[0]);
+    if (near)
+        fprintf(stderr, "sentinel: unknown command '%s' (did you mean '%s'?); try 'sentinel "
+                        "--help'\n", argv[1], near);
+    else
+        fprintf(stderr, "sentinel: unknown command '%s'; try 'sentinel --help'\n", argv[1]);
     return SN_EXIT_USAGE;
 }

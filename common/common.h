@@ -255,6 +255,7 @@ struct sn_progress_params {
     double      interval;   /* seconds between plain lines; 0 = 10 */
     int         force_mode; /* 0 = auto (isatty), 1 = bar, 2 = plain lines, 3 = silent */
     FILE       *stream;     /* NULL = stderr */
+    uint64_t    initial;    /* already done when the job started (a resume): not in the rate */
 };
 struct sn_progress_params sn_progress_default_params(void);
 int  sn_progress_create(const struct sn_progress_params *p, struct sn_progress **out,

@@ -2,6 +2,7 @@
 ** terminal, periodic plain lines otherwise (logs of cluster jobs), with rate and ETA. */
 #include "common/common.h"
 
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,33 +37,41 @@ int sn_progress_create(const struct sn_progress_params *params, struct sn_progre
     snprintf(p->unit, sizeof p->unit, "%s", params->unit ? params->unit : "items");
     p->mode = params->force_mode ? params->force_mode
                                  : (isatty(fileno(p->p.stream)) ? 1 : 2);
+    p->done = params->initial;
     p->t_start = p->t_last = sn_now();
     *out = p;
     return SN_OK;
 }
 
-static void fmt_duration(double s, char *buf, size_t n)
+/* s in whole seconds, rounded up when `up` (an ETA of work left is never shown as 0m00s) */
+static void fmt_duration(double s, bool up, char *buf, size_t n)
 {
-    if (s < 0 || s > 1e7) {
+    if (!(s >= 0) || s > 1e7) {
         snprintf(buf, n, "?");
         return;
     }
-    long t = (long)(s + 0.5);
+    long t = (long)(up ? ceil(s) : s + 0.5);
     if (t >= 3600)
         snprintf(buf, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
     else
         snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
 }
 
+/* The rate counts only what this process did (done - initial: a resumed job starts at
+** `initial`), and the ETA is what is left at that rate, also on the line printed when the job
+** stops early (an interrupt), where it tells how long a resume would take; 0m00s only when
+** nothing is left. */
 static void draw(struct sn_progress *p, bool final)
 {
     double now = sn_now(), el = now - p->t_start;
-    double rate = el > 0 ? (double)p->done / el : 0.0;
-    char eta[32] = "", elapsed[32];
-    fmt_duration(el, elapsed, sizeof elapsed);
-    if (p->p.total && rate > 0 && !final)
-        fmt_duration((double)(p->p.total - (p->done < p->p.total ? p->done : p->p.total)) / rate,
-                     eta, sizeof eta);
+    uint64_t here = p->done > p->p.initial ? p->done - p->p.initial : 0;
+    double rate = el > 0 ? (double)here / el : 0.0;
+    char eta[32] = "?", elapsed[32];
+    fmt_duration(el, false, elapsed, sizeof elapsed);
+    if (p->p.total && p->done >= p->p.total)
+        snprintf(eta, sizeof eta, "0m00s");
+    else if (p->p.total && rate > 0)
+        fmt_duration((double)(p->p.total - p->done) / rate, true, eta, sizeof eta);
     FILE *f = p->p.stream;
     if (p->mode == 1) {
         char bar[31];
@@ -85,8 +94,8 @@ static void draw(struct sn_progress *p, bool final)
         if (p->p.total)
             fprintf(f, "%s: %llu/%llu %s (%.1f%%)  %.1f/s  elapsed %s  eta %s  %s\n", p->label,
                     (unsigned long long)p->done, (unsigned long long)p->p.total, p->unit,
-                    100.0 * (double)p->done / (double)p->p.total, rate, elapsed,
-                    final ? "0m00s" : eta, p->extra);
+                    100.0 * (double)p->done / (double)p->p.total, rate, elapsed, eta,
+                    p->extra);
         else
             fprintf(f, "%s: %llu %s  %.1f/s  elapsed %s  %s\n", p->label,
                     (unsigned long long)p->done, p->unit, rate, elapsed, p->extra);

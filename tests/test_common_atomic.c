@@ -93,6 +93,26 @@ static void test_progress(const char *dir)
     CHECK(strstr(text, "simulate: 10/10") == NULL); /* finish reports the count it was given */
     CHECK(strstr(text, "done") != NULL);
     CHECK(strchr(text, '\r') == NULL && strstr(text, "\033[") == NULL); /* plain: no bar codes */
+    /* the line of a job stopped at 5 of 10 (an interrupt) keeps an ETA for the 5 left */
+    const char *last = strstr(text, "done");
+    CHECK_MSG(last && !strstr(text, "eta 0m00s"), "%s", text);
+    sn_free(text);
+
+    /* a resumed job (initial 4): nothing done here yet is no rate and an unknown ETA; its end
+    ** at 10 of 10 says eta 0m00s */
+    f = fopen(path, "w");
+    pp.stream = f;
+    pp.initial = 4;
+    CHECK(sn_progress_create(&pp, &p, &err) == SN_OK);
+    sn_progress_update(p, 4, NULL);
+    sn_progress_update(p, 10, NULL);
+    sn_progress_finish(p, "done");
+    fclose(f);
+    CHECK(sn_file_read(path, 0, &text, NULL, &err) == SN_OK);
+    CHECK_MSG(strstr(text, "simulate: 4/10 debates (40.0%)  0.0/s") && strstr(text, "eta ?"),
+              "%s", text);
+    CHECK_MSG(strstr(text, "simulate: 10/10 debates (100.0%)") && strstr(text, "eta 0m00s"),
+              "%s", text);
     sn_free(text);
 }
 

@@ -7,8 +7,10 @@
 **   - exact resume: 20 steps straight vs a run SIGKILLed after step 12 (last checkpoint: 10)
 **     and resumed to 20 give byte-identical weights and optimizer state, and metrics.jsonl
 **     holds each step once;
-**   - SIGTERM writes a checkpoint at the current step and exits non-zero; a changed setting is
-**     refused naming the key.
+**   - trainer_state.json is transformers' TrainerState (tests/hf_trainer_state.py check);
+**   - SIGTERM writes a checkpoint at the current step and exits 143 (128 + SIGTERM); that
+**     checkpoint rewritten in the layout before sentinel.trainer_state/2 (hf_trainer_state.py
+**     to-v1) still resumes, to the same weights; a changed setting is refused naming the key.
 ** Threads fixed (train.threads = 2) so the runs are bit-comparable. */
 #include "tests/testutil.h"
 
@@ -162,6 +164,9 @@ int main(void)
     snprintf(p1, sizeof p1, "%s/learn/base/tokenizer.json", root);
     snprintf(p2, sizeof p2, "%s/tok.json", root);
     CHECK(same_file(p1, p2));
+    /* HF's TrainerState loads trainer_state.json; with evaluations at 20 and 40, a best */
+    CHECK(sn_test_sh("/usr/bin/python3 '%s/tests/hf_trainer_state.py' check "
+                     "'%s/learn/checkpoint-40'", getenv("SENTINEL_SRC"), root) == 0);
 
     /* exact resume after SIGKILL */
     snprintf(recipe, sizeof recipe, "%s/resume.json", root);
@@ -186,11 +191,16 @@ int main(void)
     snprintf(p1, sizeof p1, "%s/killed/metrics.jsonl", root);
     CHECK(count_train_lines(p1, &dups, NULL, NULL) == 20 && dups == 0);
 
-    /* SIGTERM: checkpoint at the current step, non-zero exit; a re-run finishes */
+    /* SIGTERM: checkpoint at the current step, exit 128 + SIGTERM; a re-run finishes, also
+    ** from that checkpoint rewritten in the layout of sentinel.trainer_state/1 */
     st = train("SENTINEL_TEST_TERM_AFTER=7", "resume.json", "term", "");
-    CHECK(st == 1);
-    snprintf(p1, sizeof p1, "%s/term/checkpoint-7/trainer_state.json", root);
+    CHECK_MSG(st == 143, "exit %d after SIGTERM", st);
+    snprintf(p1, sizeof p1, "%s/term/checkpoint-7/sentinel_state.json", root);
     CHECK(stat(p1, &sb) == 0);
+    CHECK(sn_test_sh("/usr/bin/python3 '%s/tests/hf_trainer_state.py' check "
+                     "'%s/term/checkpoint-7' > /dev/null && /usr/bin/python3 "
+                     "'%s/tests/hf_trainer_state.py' to-v1 '%s/term/checkpoint-7'",
+                     getenv("SENTINEL_SRC"), root, getenv("SENTINEL_SRC"), root) == 0);
     CHECK(train("", "resume.json", "term", "") == 0);
     snprintf(p1, sizeof p1, "%s/straight/checkpoint-20/model.safetensors", root);
     snprintf(p2, sizeof p2, "%s/term/checkpoint-20/model.safetensors", root);

@@ -312,6 +312,8 @@ struct sn_train_params {
     bool     length_bucketing;   /* sort each step's tuples by length before splitting it
                                  ** into micro-batches (same step gradient, less padding) */
     int      progress_mode;      /* sn_progress force_mode: 0 auto, 2 plain, 3 silent */
+    bool     tensorboard;        /* train.report_to has "tensorboard": event files in OUT/runs
+                                 ** beside metrics.jsonl (always written; docs/train.md) */
     /* Called after every optimizer step, before its evaluation and checkpoint; NULL = none. */
     void   (*on_step)(void *user, int64_t step);
     void    *user;

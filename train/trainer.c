@@ -58,6 +58,7 @@ void sn_trainer_free(struct sn_trainer *t)
     sn_free(t->shards);
     sn_free(t->tokenizer);
     cJSON_Delete(t->settings);
+    sn_trainer_tb_close(t);
     sn_free(t);
 }
 
@@ -550,6 +551,7 @@ int sn_trainer_run(struct sn_trainer *t, struct sn_err *err)
     pp.unit = "steps";
     pp.total = (uint64_t)t->total;
     pp.force_mode = t->rank == 0 ? t->p.progress_mode : 3;
+    pp.initial = (uint64_t)t->step; /* a resumed run: the rate and ETA of this run's steps */
     if (sn_progress_create(&pp, &bar, err)) {
         sn_err_clear(err);
         bar = NULL;

@@ -1,8 +1,9 @@
 /* train/trainer_ckpt.c: what the trainer keeps on disk and reads back: the settings whose
-** equality allows a resume, checkpoints (weights or adapter, AdamW moments, trainer_state.json
-** with every file's SHA-256) written to a temporary directory and renamed, the search for the
-** newest checkpoint that verifies and the exact resume from it, and metrics.jsonl. Layouts:
-** docs/formats.md ("Training output directory"); resume rules: docs/train.md.
+** equality allows a resume, checkpoints (weights or adapter, AdamW moments, HF's
+** trainer_state.json, sentinel_state.json with every file's SHA-256) written to a temporary
+** directory and renamed, the search for the newest checkpoint that verifies and the exact
+** resume from it, and metrics.jsonl. Layouts: docs/formats.md ("Training output directory");
+** resume rules: docs/train.md.
 **
 ** Exact resume: the data order and the dropout streams are functions of the seed and the step
 ** (trainer_batches.c, trainer_step.c), so a checkpoint stores no random state beyond the step.
@@ -21,7 +22,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STATE_SCHEMA    "sentinel.trainer_state/1"
+/* Our state moved to sentinel_state.json at /2 so that trainer_state.json can be exactly
+** transformers' TrainerState (docs/formats.md, "Checkpoint"); /1 checkpoints (ours in
+** trainer_state.json) still resume. */
+#define STATE_SCHEMA    "sentinel.trainer_state/2"
+#define STATE_SCHEMA_V1 "sentinel.trainer_state/1"
+#define STATE_FILE      "sentinel_state.json"
+#define HF_STATE_FILE   "trainer_state.json"
 #define SETTINGS_SCHEMA "sentinel.train_settings/1"
 
 /* ---- files ---------------------------------------------------------------------------------- */
@@ -293,13 +300,19 @@ static int load_optimizer(struct sn_trainer *t, const char *path, struct sn_err 
     return rc;
 }
 
-/* Verifies a checkpoint directory against the SHA-256s in its trainer_state.json; *state
-** (caller deletes) on success. */
+/* Verifies a checkpoint directory against the SHA-256s in its sentinel_state.json (or, for a
+** checkpoint written before /2, its trainer_state.json); *state (caller deletes) on success. */
 static int verify_checkpoint(const char *dir, cJSON **state, struct sn_err *err)
 {
     char p[PATH_MAX];
     *state = NULL;
-    int rc = sn_train_path_join(p, sizeof p, dir, "trainer_state.json", err);
+    int rc = sn_train_path_join(p, sizeof p, dir, STATE_FILE, err);
+    const char *want = STATE_SCHEMA, *state_name = STATE_FILE;
+    if (!rc && !sn_train_exists(p)) {
+        want = STATE_SCHEMA_V1;
+        state_name = HF_STATE_FILE;
+        rc = sn_train_path_join(p, sizeof p, dir, HF_STATE_FILE, err);
+    }
     cJSON *s = NULL;
     if (!rc)
         rc = sn_json_load(p, &s, err);
@@ -308,9 +321,9 @@ static int verify_checkpoint(const char *dir, cJSON **state, struct sn_err *err)
     const cJSON *sch = cJSON_GetObjectItemCaseSensitive(s, "schema");
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(s, "files");
     const cJSON *gs = cJSON_GetObjectItemCaseSensitive(s, "global_step");
-    if (!cJSON_IsString(sch) || strcmp(sch->valuestring, STATE_SCHEMA) ||
+    if (!cJSON_IsString(sch) || strcmp(sch->valuestring, want) ||
         !cJSON_IsObject(files) || !cJSON_IsNumber(gs))
-        rc = sn_err_set(err, SN_E_FORMAT, "%s: not a %s document", p, STATE_SCHEMA);
+        rc = sn_err_set(err, SN_E_FORMAT, "%s: not a %s document", p, want);
     const cJSON *e;
     if (!rc)
         cJSON_ArrayForEach(e, files) {
@@ -323,8 +336,8 @@ static int verify_checkpoint(const char *dir, cJSON **state, struct sn_err *err)
                 (rc = sn_sha256_file(p, hex, err)))
                 break;
             if (strcmp(hex, e->valuestring)) {
-                rc = sn_err_set(err, SN_E_FORMAT, "%s: SHA-256 %s, trainer_state.json records "
-                                "%s (corrupt or partial checkpoint)", p, hex, e->valuestring);
+                rc = sn_err_set(err, SN_E_FORMAT, "%s: SHA-256 %s, %s records %s (corrupt or "
+                                "partial checkpoint)", p, hex, state_name, e->valuestring);
                 break;
             }
         }
@@ -336,16 +349,93 @@ static int verify_checkpoint(const char *dir, cJSON **state, struct sn_err *err)
     return SN_OK;
 }
 
+/* The metrics.jsonl objects of steps <= step, in order, as an array (HF's log_history: the
+** same keys, since metrics.jsonl uses RewardTrainer's names; docs/formats.md "metrics.jsonl").
+** Lines that do not parse (a partial last line) are left out. */
+static int log_history(const struct sn_trainer *t, cJSON *arr, struct sn_err *err)
+{
+    char p[PATH_MAX];
+    int rc = sn_train_path_join(p, sizeof p, t->out, "metrics.jsonl", err);
+    if (rc || !sn_train_exists(p))
+        return rc;
+    char *buf = NULL;
+    size_t len = 0;
+    if ((rc = sn_file_read(p, (size_t)1 << 31, &buf, &len, err)))
+        return rc;
+    for (char *line = buf; line < buf + len;) {
+        char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+        if (!nl)
+            break;
+        cJSON *o = cJSON_ParseWithLength(line, (size_t)(nl - line));
+        const cJSON *s = o ? cJSON_GetObjectItemCaseSensitive(o, "step") : NULL;
+        if (cJSON_IsNumber(s) && s->valuedouble <= (double)t->step)
+            cJSON_AddItemToArray(arr, o);
+        else
+            cJSON_Delete(o);
+        line = nl + 1;
+    }
+    sn_free(buf);
+    return SN_OK;
+}
 
-/* trainer_state.json of the checkpoint being written in tmp: the step, the data cursor, the
-** seed, the best checkpoint so far and the SHA-256 of each of its files. */
+/* trainer_state.json: exactly the fields of transformers' TrainerState (trainer_callback.py),
+** whose load_from_json passes every key to the dataclass and so refuses any other; values we
+** do not have take the dataclass's defaults. docs/formats.md "Checkpoint" lists the mapping. */
+static int save_hf_state(struct sn_trainer *t, const char *tmp, struct sn_err *err)
+{
+    char p[PATH_MAX];
+    cJSON *st = cJSON_CreateObject();
+    if (!st)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory");
+    cJSON_AddNumberToObject(st, "epoch", (double)t->step / (double)t->per_epoch);
+    cJSON_AddNumberToObject(st, "global_step", (double)t->step);
+    cJSON_AddNumberToObject(st, "max_steps", (double)t->total);
+    cJSON_AddNumberToObject(st, "logging_steps", (double)t->p.log_every);
+    cJSON_AddNumberToObject(st, "eval_steps", (double)(t->p.eval_every > 0 ? t->p.eval_every
+                                                                              : t->total));
+    cJSON_AddNumberToObject(st, "save_steps", (double)(t->p.save_every > 0 ? t->p.save_every
+                                                                              : t->total));
+    cJSON_AddNumberToObject(st, "train_batch_size", (double)t->p.micro_batch);
+    cJSON_AddNumberToObject(st, "num_train_epochs",
+                            ceil((double)t->total / (double)t->per_epoch));
+    cJSON_AddNumberToObject(st, "num_input_tokens_seen", (double)t->tokens_seen);
+    cJSON_AddNumberToObject(st, "total_flos", 0);
+    cJSON *lh = cJSON_AddArrayToObject(st, "log_history");
+    int rc = lh ? log_history(t, lh, err) : sn_err_set(err, SN_E_NOMEM, "out of memory");
+    if (t->best_name[0]) {
+        cJSON_AddNumberToObject(st, "best_metric", t->best_value);
+        cJSON_AddNumberToObject(st, "best_global_step",
+                                (double)strtoll(t->best_name + 11, NULL, 10));
+        if (!rc && !(rc = sn_train_path_join(p, sizeof p, t->out, t->best_name, err)))
+            cJSON_AddStringToObject(st, "best_model_checkpoint", p);
+    } else {
+        cJSON_AddNullToObject(st, "best_metric");
+        cJSON_AddNullToObject(st, "best_global_step");
+        cJSON_AddNullToObject(st, "best_model_checkpoint");
+    }
+    cJSON_AddBoolToObject(st, "is_local_process_zero", t->rank == 0);
+    cJSON_AddBoolToObject(st, "is_world_process_zero", t->rank == 0);
+    cJSON_AddBoolToObject(st, "is_hyper_param_search", false);
+    cJSON_AddNullToObject(st, "trial_name");
+    cJSON_AddNullToObject(st, "trial_params");
+    cJSON_AddObjectToObject(st, "stateful_callbacks");
+    if (!rc && !(rc = sn_train_path_join(p, sizeof p, tmp, HF_STATE_FILE, err)))
+        rc = sn_json_save(p, st, err);
+    cJSON_Delete(st);
+    return rc;
+}
+
+/* sentinel_state.json of the checkpoint being written in tmp: the step, the data cursor, the
+** seed, the best checkpoint so far and the SHA-256 of each of its files (trainer_state.json,
+** written first, included). */
 static int save_state(struct sn_trainer *t, const char *tmp, struct sn_err *err)
 {
     static const char *const files_full[] = {"config.json", "model.safetensors",
-                                             "tokenizer.json", "optimizer.safetensors", NULL};
+                                             "tokenizer.json", "optimizer.safetensors",
+                                             HF_STATE_FILE, NULL};
     static const char *const files_lora[] = {"adapter_config.json",
                                              "adapter_model.safetensors",
-                                             "optimizer.safetensors", NULL};
+                                             "optimizer.safetensors", HF_STATE_FILE, NULL};
     char p[PATH_MAX];
     int rc = SN_OK;
     cJSON *st = cJSON_CreateObject();
@@ -380,7 +470,7 @@ static int save_state(struct sn_trainer *t, const char *tmp, struct sn_err *err)
         if (!rc)
             cJSON_AddStringToObject(files, fl[i], hex);
     }
-    if (!rc && !(rc = sn_train_path_join(p, sizeof p, tmp, "trainer_state.json", err)))
+    if (!rc && !(rc = sn_train_path_join(p, sizeof p, tmp, STATE_FILE, err)))
         rc = sn_json_save(p, st, err);
     cJSON_Delete(st);
     return rc;
@@ -436,6 +526,8 @@ int sn_trainer_write_checkpoint(struct sn_trainer *t, struct sn_err *err)
     }
     if (!rc && !(rc = sn_train_path_join(p, sizeof p, tmp, "optimizer.safetensors", err)))
         rc = save_optimizer(t, p, err);
+    if (!rc)
+        rc = save_hf_state(t, tmp, err);
     if (!rc)
         rc = save_state(t, tmp, err);
     if (!rc)
@@ -583,7 +675,7 @@ int sn_trainer_log_line(struct sn_trainer *t, const cJSON *o, struct sn_err *err
     free(s);
     if (fclose(f))
         return sn_err_set(err, SN_E_IO, "%s: %s", p, strerror(errno));
-    return SN_OK;
+    return sn_trainer_tb_log(t, o, err);
 }
 
 /* Drops metrics lines of steps after `step` (a resumed run rewrites them). */

@@ -5,6 +5,7 @@
 **   trainer_optim.c    the learning-rate schedule, the two weight-decay groups, clip and AdamW
 **   trainer_ckpt.c     settings, checkpoints and exact resume, metrics.jsonl
 **   trainer_step.c     one optimizer step's forward and backward, evaluation
+**   trainer_tb.c       TensorBoard event files (train.report_to "tensorboard")
 **   trainer.c          the object (open in parts, free, stop request) and the loop
 ** Keys and defaults: docs/train.md; checkpoint and metrics layouts: docs/formats.md
 ** ("Training output directory"). */
@@ -74,6 +75,8 @@ struct sn_trainer {
     struct sn_dist    *dist;                /* data parallel group (a world of 1 by default) */
     int                rank, world;
     bool               stop_all;            /* some rank was asked to stop */
+    FILE              *tb;                  /* TensorBoard events (rank 0), opened on first use */
+    char               tb_path[PATH_MAX];
     /* sn_trainer_request_stop's flag: set from a signal handler, so only stored to there */
     volatile sig_atomic_t stop_requested;
 };
@@ -121,7 +124,7 @@ int  sn_trainer_settings_init(struct sn_trainer *t, struct sn_err *err);
 void sn_trainer_restart_wipe(struct sn_trainer *t);
 /* An existing run in out (settings_path exists): refuses other settings, else finds the newest
 ** checkpoint that verifies into resume_dir (PATH_MAX; left as is when none) and its
-** trainer_state.json into *state (caller deletes). */
+** sentinel_state.json (trainer_state.json before schema /2) into *state (caller deletes). */
 int  sn_trainer_find_resume(struct sn_trainer *t, const char *settings_path, char *resume_dir,
                             cJSON **state, struct sn_err *err);
 /* Restores the optimizer, the step, the token count and the best checkpoint from resume_dir
@@ -133,6 +136,13 @@ int  sn_trainer_write_checkpoint(struct sn_trainer *t, struct sn_err *err);
 int  sn_trainer_log_line(struct sn_trainer *t, const cJSON *o, struct sn_err *err);
 /* Drops metrics lines of steps after `step` (a resumed run rewrites them). */
 int  sn_trainer_trim_metrics(struct sn_trainer *t, int64_t step, struct sn_err *err);
+/* ---- trainer_tb.c -------------------------------------------------------------------------- */
+
+/* Appends metrics object o (a metrics.jsonl line) as one Event to OUT/runs/events.out.tfevents.*
+** when train.report_to has "tensorboard" (rank 0; otherwise nothing). */
+int  sn_trainer_tb_log(struct sn_trainer *t, const cJSON *o, struct sn_err *err);
+void sn_trainer_tb_close(struct sn_trainer *t);
+
 /* A metrics object of s (keys prefixed), NULL when out of memory; caller deletes. */
 cJSON *sn_trainer_stats_json(const struct sn_train_stats *s, const char *prefix, bool train);
 

@@ -46,7 +46,7 @@ static const char *const train_keys[] = {
     "micro_batch", "grad_accum", "max_grad_norm", "alpha", "center_rewards", "seed", "dtype",
     "grad_checkpoint", "device", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
     "log_every", "best_metric", "tokenizer", "init_adapter", "shards", "out", "batching",
-    "length_bucketing", NULL};
+    "length_bucketing", "report_to", NULL};
 static const char *const lora_keys[] = {"r", "alpha", "dropout", "target_modules", NULL};
 static const char *const sched_names[SN_LR_KIND_COUNT] = {"constant", "linear", "cosine"};
 static const char *const batching_names[] = {"padded", "packed", "shared_prefix"};
@@ -246,6 +246,40 @@ static int read_lora(const cJSON *lo, struct sn_train_params *p, struct sn_err *
     return SN_OK;
 }
 
+/* One train.report_to name: "jsonl" (metrics.jsonl only, the default), "tensorboard" (and event
+** files), or HF's "none" and "all" (metrics.jsonl is always written: resume and
+** trainer_state.json's log_history read it). */
+static int report_to_name(const cJSON *e, bool *tb, struct sn_err *err)
+{
+    static const char *const names[] = {"jsonl", "tensorboard", "none", "all"};
+    if (!cJSON_IsString(e))
+        return sn_err_set(err, SN_E_ARG, "recipe: train.report_to: expected \"jsonl\", "
+                          "\"tensorboard\" or a list of them");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(e->valuestring, names[i])) {
+            *tb = *tb || i == 1 || i == 3;
+            return SN_OK;
+        }
+    return sn_err_set(err, SN_E_ARG, "recipe: train.report_to = \"%s\" (expected jsonl, "
+                      "tensorboard, none or all; for W&B, `wandb sync` the TensorBoard files)",
+                      e->valuestring);
+}
+
+/* train.report_to: a name or a list of names (HF's report_to takes both). */
+static int read_report_to(const cJSON *v, struct sn_train_params *p, struct sn_err *err)
+{
+    p->tensorboard = false;
+    if (!cJSON_IsArray(v))
+        return report_to_name(v, &p->tensorboard, err);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        int rc = report_to_name(e, &p->tensorboard, err);
+        if (rc)
+            return rc;
+    }
+    return SN_OK;
+}
+
 int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
                                 struct sn_err *err)
 {
@@ -267,6 +301,9 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
     if ((rc = parse_names(&w, p, err)) || (rc = check_ranges(p, err)))
         return rc;
     p->best_greater = !strstr(p->best_metric, "loss");
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(sec, "report_to");
+    if (rt && (rc = read_report_to(rt, p, err)))
+        return rc;
     const cJSON *lo = cJSON_GetObjectItemCaseSensitive(sec, "lora");
     if (lo)
         return read_lora(lo, p, err);
