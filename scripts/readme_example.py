@@ -168,6 +168,10 @@ def plainly(rep, out_json):
                      f3((acc.get("clean_defended") or {}).get("p")), rate(cost)))
             if cost.get("na"):
                 s += " (%s)" % cost["na"]
+            elif cost.get("lo") is not None and cost["lo"] <= 0 <= cost["hi"]:
+                s += " (its interval holds 0: no cost measured at this size)"
+            elif cost.get("p") is not None and cost["p"] < 0:
+                s += " (negative: the defence raised accuracy)"
             lines.append(s + ".")
         tm = lr.get("timing") or {}
         if tm.get("scoring_ms_per_sentinel") is not None:
