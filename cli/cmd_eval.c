@@ -37,14 +37,18 @@ static void usage(FILE *f)
 "baseline), and a short summary at the end.\n"
 "\n"
 "With --defended DIR the report also holds defended debates (docs/eval.md): DIR/clean,\n"
-"DIR/attacked and DIR/defended hold the same debates without adversaries, under attack, and\n"
-"under attack with the `sentinel` defense; with --recipe R they are simulated first (every\n"
-"experiment of R's `simulate` section that has an attack, run three ways; resumable). The\n"
-"report gives per round each arm's task accuracy (both tie rules), recovery = (defended -\n"
-"attacked) / (clean - attacked) on the tie-neutral accuracy (n/a with the reason when clean\n"
-"and attacked do not differ beyond their 95%% intervals), the oracle's recovery and the\n"
-"share of it, one sentinel's scoring time and its overhead over the round's time with\n"
-"parallel generation (the paper's Table 1). The replay part runs on -i TRAJ, or on\n"
+"DIR/attacked, DIR/defended and DIR/clean_defended hold the same debates without adversaries,\n"
+"under attack, under attack with the `sentinel` defense, and without adversaries with it;\n"
+"with --recipe R they are simulated first (every experiment of R's `simulate` section that\n"
+"has an attack, run four ways; resumable). The report gives per round each arm's task\n"
+"accuracy (both tie rules), recovery = (defended - attacked) / (clean - attacked) on the\n"
+"tie-neutral accuracy (n/a with the reason when clean and attacked do not differ beyond\n"
+"their 95%% intervals), the oracle's recovery and the share of it, the cost of the defence\n"
+"at zero attackers = clean - clean-defended, one sentinel's scoring time and its overhead\n"
+"over the round's time with parallel generation (the paper's Table 1; sim agents: modelled\n"
+"at --gen-tokens-per-s), and for endpoint debates the overhead measured end to end (the\n"
+"arms' wall time per debate-round with minus without the detector). The replay part runs\n"
+"on -i TRAJ, or on\n"
 "DIR/attacked without -i. Intervals: a seeded cluster bootstrap over items (debates of one\n"
 "item drawn together); AITM debates are scored at message level (agent level n/a).\n"
 "\n");
@@ -365,6 +369,17 @@ static int print_summary(const struct ev *e, const cJSON *defended, struct sn_er
             why = cJSON_GetObjectItemCaseSensitive(sh, "na");
         if (cJSON_IsString(why))
             printf("  n/a: %s\n", why->valuestring);
+        /* what the defence costs when nobody attacks: one more quantity, not a recovery */
+        const cJSON *cost = cJSON_GetObjectItemCaseSensitive(row, "cost_of_defence");
+        const cJSON *acc = cJSON_GetObjectItemCaseSensitive(row, "accuracy_tie_neutral");
+        printf("zero attackers, last round: clean %s, clean-defended %s; cost of the defence "
+               "(clean - clean-defended) %s\n",
+               json_ratio(cJSON_GetObjectItemCaseSensitive(acc, "clean"), a, sizeof a),
+               json_ratio(cJSON_GetObjectItemCaseSensitive(acc, "clean_defended"), b, sizeof b),
+               json_ratio(cost, c, sizeof c));
+        why = cJSON_GetObjectItemCaseSensitive(cost, "na");
+        if (cJSON_IsString(why))
+            printf("  n/a: %s\n", why->valuestring);
     }
     return SN_OK;
 }
@@ -498,6 +513,13 @@ static int leak_seen(struct leak *L, const struct sn_traj *t, bool *seen, bool b
     by[2] = sn_strmap_has(&L->items, L->key.data, L->key.len);
     *seen = by[0] || by[2];
     return SN_OK;
+}
+
+/* leak_seen as the defended debates' tables ask it (sn_eval_seen) */
+static int leak_seen_cb(void *ctx, const struct sn_traj *t, bool *seen, struct sn_err *err)
+{
+    bool by[3];
+    return leak_seen(ctx, t, seen, by, err);
 }
 
 /* The first pass over the evaluated debates: their ids (left out of the n-gram baseline's
@@ -945,9 +967,12 @@ int sn_cmd_eval(int argc, char **argv)
             printf("\nno detector in this report (no --detector): the figures above are the "
                    "baselines'.\n");
     }
+    /* with overlap allowed, the defended debates split into question=seen and =unseen too */
+    struct sn_eval_seen seen_q = {leak_seen_cb, &leak};
     if (!rc && def_dir)
-        rc = sn_eval_arms_report(def_dir, &dfp, e.det ? &e.det_scorer : NULL, &p, quiet,
-                                 &def_report, &err);
+        rc = sn_eval_arms_report(def_dir, &dfp, e.det ? &e.det_scorer : NULL, &p,
+                                 shards && allow_overlap ? &seen_q : NULL, quiet, &def_report,
+                                 &err);
     if (!rc && !quiet)
         rc = print_summary(&e, def_report, &err);
     if (!rc && json)

@@ -428,12 +428,33 @@ static int cmp_score(double a, double b)
     return a < b ? -1 : a > b ? 1 : 0;
 }
 
-static const double *g_sort_s;
-static int cmp_idx(const void *x, const void *y)
+/* a message's score and index, sorted together so that the comparator needs no state */
+struct scored {
+    double s;
+    size_t i;
+};
+
+static int cmp_scored(const void *x, const void *y)
 {
-    size_t a = *(const size_t *)x, b = *(const size_t *)y;
-    int c = cmp_score(g_sort_s[a], g_sort_s[b]);
-    return c ? c : (a < b ? -1 : a > b);
+    const struct scored *a = x, *b = y;
+    int c = cmp_score(a->s, b->s);
+    return c ? c : (a->i < b->i ? -1 : a->i > b->i);
+}
+
+/* idx[0..n) reordered by s[idx[.]] ascending (NaN lowest), equal scores by index; false when
+** out of memory (idx unchanged) */
+static bool sort_by_score(size_t *idx, size_t n, const double *s)
+{
+    struct scored *p = sn_malloc((n ? n : 1) * sizeof *p);
+    if (!p)
+        return false;
+    for (size_t k = 0; k < n; k++)
+        p[k] = (struct scored){s[idx[k]], idx[k]};
+    qsort(p, n, sizeof *p, cmp_scored);
+    for (size_t k = 0; k < n; k++)
+        idx[k] = p[k].i;
+    sn_free(p);
+    return true;
 }
 
 static double auroc_walk(const size_t *idx, size_t n, const double *s, const uint8_t *adv,
@@ -472,9 +493,7 @@ double sn_detect_auroc(const double *score, const bool *adversarial, size_t n)
         idx[i] = i;
         adv[i] = adversarial[i];
     }
-    g_sort_s = score;
-    qsort(idx, n, sizeof *idx, cmp_idx);
-    double a = auroc_walk(idx, n, score, adv, NULL, NULL);
+    double a = sort_by_score(idx, n, score) ? auroc_walk(idx, n, score, adv, NULL, NULL) : NAN;
     sn_free(idx);
     sn_free(adv);
     return a;
@@ -636,8 +655,10 @@ int sn_detect_summary(struct sn_detect *d, const char *group, size_t round,
     for (size_t i = 0; i < d->n_msg; i++)
         if (in_group(&d->deb[d->md[i]], g) && msg_in_row(d, i, round))
             idx[nm++] = i;
-    g_sort_s = d->ms;
-    qsort(idx, nm, sizeof *idx, cmp_idx);
+    if (!sort_by_score(idx, nm, d->ms)) {
+        rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+        goto done;
+    }
     /* point estimates, with their counts */
     double f[F_COUNT];
     figures_of(c, tn, units, f);

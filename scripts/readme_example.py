@@ -159,6 +159,20 @@ def plainly(rep, out_json):
         if out and out.get("recovery"):
             s += "; out of domain: recovery %s" % rate(out["recovery"])
         lines.append(s + ".")
+        cost = lr.get("cost_of_defence")
+        if cost is not None:
+            s = ("- The cost of the defence when nobody attacks (the same debates clean, with and "
+                 "without the detector), last round, tie-neutral accuracy: clean %s, "
+                 "clean-defended %s: cost %s" % (
+                     f3((acc.get("clean") or {}).get("p")),
+                     f3((acc.get("clean_defended") or {}).get("p")), rate(cost)))
+            if cost.get("na"):
+                s += " (%s)" % cost["na"]
+            elif cost.get("lo") is not None and cost["lo"] <= 0 <= cost["hi"]:
+                s += " (its interval holds 0: no cost measured at this size)"
+            elif cost.get("p") is not None and cost["p"] < 0:
+                s += " (negative: the defence raised accuracy)"
+            lines.append(s + ".")
         tm = lr.get("timing") or {}
         if tm.get("scoring_ms_per_sentinel") is not None:
             spd = dfd.get("gen_tokens_per_s")

@@ -32,6 +32,8 @@ grep -q "held-out pairwise accuracy, test split" "$tmp/a1.log" || fail "summary 
 grep -q "eval items    $tmp/a/eval/items.csv" "$tmp/a1.log" || fail "summary does not name the eval items"
 grep -q "^defended debates, last round: recovery" "$tmp/a1.log" \
   || fail "summary lacks the defended debates (accuracy recovery)"
+grep -q "^zero attackers, last round: clean .*cost of the defence" "$tmp/a1.log" \
+  || fail "summary lacks the cost of the defence at zero attackers"
 # the run ends with its summary, at most 25 lines, also saved as summary.txt (docs/run.md)
 n=$(wc -l < "$tmp/a/summary.txt")
 [ "$n" -le 25 ] || { cat "$tmp/a/summary.txt"; fail "summary is $n lines (at most 25)"; }
@@ -46,11 +48,15 @@ assert all(v["state"] == "done" and len(v["key"]) == 64 for v in st.values()), s
 assert len({v["key"] for v in st.values()}) == 5
 rep = json.load(open(sys.argv[2]))
 assert rep["debates"] > 0 and rep["debates_on_train_items"] == 0, rep["debates"]
-# defended debates ride along (eval.defended defaults to true): three arms, matched
+# defended debates ride along (eval.defended defaults to true): four arms, matched
 d = rep["defended"]
 assert rep["mode"] == "replay+defended", rep["mode"]
 n = d["debates"]
-assert n["clean"] == n["attacked"] == n["defended"] > 0, n
+assert n["clean"] == n["attacked"] == n["defended"] == n["clean_defended"] > 0, n
+cost = d["groups"]["all"]["last_round"]["cost_of_defence"]
+assert cost["debates"] == n["clean"] and cost["p"] is not None, cost
+# sim agents: no measured overhead, with the reason
+assert "sim agents" in d["overhead_measured"]["attacked_to_defended"]["na"], d["overhead_measured"]
 ov = d["groups"]["all"]["overall"]
 for arm in ("clean", "attacked", "defended"):
     assert 0 <= ov["accuracy"][arm]["p"] <= 1, (arm, ov["accuracy"][arm])

@@ -2,14 +2,17 @@
 ** ($SENTINEL_BIN; docs/eval.md "Defended debates"). A tiny detector (random weights, exported
 ** once for the suite by the tiny_detector fixture, tests/test_export_fixture.c) defends
 ** sim-backend debates:
-**   - the recipe's attacked experiment runs three ways into DIR/clean, DIR/attacked and
-**     DIR/defended (its clean experiment is not repeated); each arm is what it says;
+**   - the recipe's attacked experiment runs four ways into DIR/clean, DIR/attacked,
+**     DIR/defended and DIR/clean_defended (its clean experiment is not repeated); each arm is
+**     what it says;
 **   - the report's per-round accuracy of every arm under both tie rules (strict: a tie is
 **     wrong; tie-neutral: a tie among m answers holding gold counts 1/m), the defended
 **     system's vote over the agents not excluded, the oracle's vote over the attacked debates
 **     (k = 1, rule all: every sentinel drops the lowest-slot attacker that spoke), recovery on
-**     the tie-neutral accuracy and the oracle's, and the generation time at the stated speed
-**     are recomputed here from the trajectory files, independently of eval/;
+**     the tie-neutral accuracy and the oracle's, the clean-defended arm's vote and the cost of
+**     the defence (clean − clean-defended, tie-neutral), and the generation time at the stated
+**     speed are recomputed here from the trajectory files, independently of eval/; the
+**     measured overhead is n/a for sim agents, with the reason;
 **   - a second run resumes (nothing simulated again, the same figures); --gen-tokens-per-s
 **     scales the generation time; usage errors exit 2, missing arms 1. */
 #include "testutil.h"
@@ -240,11 +243,12 @@ int main(void)
     CHECK(sn_test_sh("cd '%s' && '%s' eval --defended arms --recipe r.json --detector d.gguf "
                      "--bootstrap 50 --json rep.json > out.txt 2> err.txt", dir, bin) == 0);
     CHECK(sn_test_sh("grep -q 'defended debates: all' '%s/out.txt'", dir) == 0);
-    struct tally tc, ta, td;
+    struct tally tc, ta, td, tcd;
     CHECK(tally_arm("clean", &tc, "none", false) == 0);
     CHECK(tally_arm("attacked", &ta, "collaboration", false) == 0);
     CHECK(tally_arm("defended", &td, "collaboration", true) == 0);
-    CHECK(tc.n == N_ITEMS && ta.n == N_ITEMS && td.n == N_ITEMS);
+    CHECK(tally_arm("clean_defended", &tcd, "none", true) == 0);
+    CHECK(tc.n == N_ITEMS && ta.n == N_ITEMS && td.n == N_ITEMS && tcd.n == N_ITEMS);
 
     cJSON *j = load("rep.json");
     CHECK(j != NULL);
@@ -254,6 +258,11 @@ int main(void)
     CHECK(cJSON_IsTrue(get(j, "oracle.ceiling"))); /* the oracle apart from the rankers */
     CHECK(num(j, "defended.debates.clean") == N_ITEMS);
     CHECK(num(j, "defended.unmatched.attacked") == 0);
+    CHECK(num(j, "defended.debates.clean_defended") == N_ITEMS);
+    /* sim agents: the overhead is modelled, never measured from their wall time */
+    const cJSON *mna = get(j, "defended.overhead_measured.attacked_to_defended.na");
+    CHECK(cJSON_IsString(mna) && strstr(mna->valuestring, "sim agents"));
+    CHECK(sn_test_sh("test -s '%s/arms/clean_defended/wall.json'", dir) == 0);
     const cJSON *rounds = get(j, "defended.groups.all.rounds");
     CHECK(cJSON_GetArraySize(rounds) == T);
     for (int r = 0; j && r < T; r++) {
@@ -270,6 +279,13 @@ int main(void)
         CHECK_CLOSE(num(row, "accuracy_tie_neutral.defended_every_agent.k"), td.ok_tn[r], 1e-9,
                     0);
         CHECK_CLOSE(num(row, "accuracy_tie_neutral.oracle.k"), ta.oracle_tn[r], 1e-9, 0);
+        /* zero attackers: the clean-defended arm's kept vote, and the cost of the defence */
+        CHECK_CLOSE(num(row, "accuracy.clean_defended.k"), tcd.kept[r], 0, 0);
+        CHECK_CLOSE(num(row, "accuracy.clean_defended_every_agent.k"), tcd.ok[r], 0, 0);
+        CHECK_CLOSE(num(row, "accuracy_tie_neutral.clean_defended.k"), tcd.kept_tn[r], 1e-9, 0);
+        CHECK_CLOSE(num(row, "cost_of_defence.p"), (tc.ok_tn[r] - tcd.kept_tn[r]) / N_ITEMS,
+                    1e-12, 0);
+        CHECK(num(row, "cost_of_defence.debates") == N_ITEMS);
         /* recovery, on the tie-neutral accuracy: defined exactly when the Wilson intervals of
         ** clean and attacked separate */
         double lo_c, hi_c, lo_a, hi_a;
