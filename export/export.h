@@ -1,7 +1,7 @@
 /* export/export.h: GGUF files and the runtime detector (docs/design.md §3, §4; the GGUF layout
 ** we read and write: docs/formats.md#gguf). Pure C + OpenBLAS, no libtorch: a deployer builds
 ** this module alone (-DSENTINEL_WITH_TORCH=OFF) and embeds the detector in an agent. This
-** header is the runtime part (sn_export, and libsentinel_detector built from the same sources):
+** header is the runtime part (sn_export_runtime, and libsentinel_detector built from its sources):
 ** it reads GGUF only. The writer part (`sentinel export`: the GGUF writer, and Hugging Face /
 ** PEFT directories -> GGUF, PEFT or merged HF) is export/write.h.
 **
