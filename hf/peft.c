@@ -1,6 +1,7 @@
 /* hf/peft.c: adapter_config.json, PEFT's LoraConfig (hf/hf.h;
-** docs/formats.md#adapter-checkpoint). The one parser of the file: the trainer (train/adapter.c) and `sentinel export`
-** read adapters through here, so both refuse the same configurations. */
+** docs/formats.md#adapter-checkpoint). The one parser of the file: the trainer
+** (train/adapter.c) and `sentinel export` read adapters through here, so both refuse the same
+** configurations. */
 #include "hf/hf.h"
 
 #include <math.h>

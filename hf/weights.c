@@ -1,7 +1,7 @@
 /* hf/weights.c: the safetensors files of a Hugging Face model directory (hf/hf.h):
 ** model.safetensors, or the shards model.safetensors.index.json lists
-** (docs/formats.md#model-directory). The one reader of the index: the trainer and `sentinel export` open weights
-** through here, so both refuse the same malformed indexes. */
+** (docs/formats.md#model-directory). The one reader of the index: the trainer and `sentinel
+** export` open weights through here, so both refuse the same malformed indexes. */
 #include "hf/hf.h"
 
 #include <stdio.h>
