@@ -17,6 +17,7 @@
 **                               [--gen-tps X] */
 #include "common/common.h"
 #include "export/export.h"
+#include "export/write.h"
 #include "tests/testutil_qwen2.h"
 #include "tokenizer/template.h"
 #ifdef SENTINEL_WITH_TORCH

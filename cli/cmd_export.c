@@ -3,6 +3,7 @@
 ** and tensors: docs/formats.md#gguf). Runs in `sentinel` itself: no libtorch. */
 #include "cli/cli.h"
 #include "export/export.h"
+#include "export/write.h"
 
 #include <getopt.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 ** Everything is read as untrusted input: a missing or malformed file is an error naming it. */
 #include "cli/cmd_inspect_model.h"
 #include "cli/cli.h"
-#include "common/safetensors.h"
+#include "hf/hf.h"
 
 #include <dirent.h>
 #include <inttypes.h>

@@ -305,6 +305,14 @@ int sn_json_get_string(const cJSON *obj, const char *where, const char *key, con
 /* Levenshtein distance, for "did you mean". */
 size_t sn_edit_distance(const char *a, const char *b);
 
+/* ---- 16-bit floats (common/half.c) ------------------------------------------------------- */
+/* IEEE half and bfloat16 to and from f32, rounding to nearest even (NaN stays NaN): the
+** safetensors files (hf/) and GGUF tensors (export/) store weights in them. */
+float    sn_bf16_to_f32(uint16_t h);
+uint16_t sn_f32_to_bf16(float f);
+float    sn_f16_to_f32(uint16_t h);
+uint16_t sn_f32_to_f16(float f);
+
 #ifdef __cplusplus
 }
 #endif

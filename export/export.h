@@ -1,17 +1,19 @@
 /* export/export.h: GGUF files and the runtime detector (docs/design.md §3, §4; the GGUF layout
 ** we read and write: docs/formats.md#gguf). Pure C + OpenBLAS, no libtorch: a deployer builds
-** this module alone (-DSENTINEL_WITH_TORCH=OFF) and embeds the detector in an agent.
+** this module alone (-DSENTINEL_WITH_TORCH=OFF) and embeds the detector in an agent. This
+** header is the runtime part (sn_export_runtime, and libsentinel_detector built from its sources):
+** it reads GGUF only. The writer part (`sentinel export`: the GGUF writer, and Hugging Face /
+** PEFT directories -> GGUF, PEFT or merged HF) is export/write.h.
 **
-** Three parts:
+** Two parts here:
 **   1. GGUF v3 reader (strict: every count, length, type, dimension, offset and alignment is
 **      checked against the file size with overflow-safe arithmetic, names are unique, and for
 **      general.architecture = "qwen2" the tensor shapes are checked against the
-**      hyper-parameters) and writer (atomic: temp + fsync + rename).
-**   2. Export: a Hugging Face Qwen2 directory (+ optional PEFT LoRA adapter, merged as
-**      W + alpha/r · B·A) -> a qwen2 GGUF that stock llama.cpp loads, with the reward head
-**      under our key sentinel.score.weight and qwen2.pooling_type = LAST.
-**   3. The detector: R(response ⊕ context) from such a GGUF, with the tokenizer and the prompt
-**      template stored in it (tokenizer/template.h), forward in f32 with cblas_sgemm.
+**      hyper-parameters).
+**   2. The detector: R(response ⊕ context) from a qwen2 GGUF written by export/write.h (reward
+**      head under our key sentinel.score.weight, qwen2.pooling_type = LAST), with the
+**      tokenizer and the prompt template stored in it (tokenizer/template.h), forward in f32
+**      with cblas_sgemm.
 **
 ** Ownership: every _open/_create has a _close/_free that accepts NULL; on failure *out is NULL.
 ** Views returned by the reader are borrowed until sn_gguf_close. A detector is used by one
@@ -93,39 +95,7 @@ const struct sn_gguf_tensor *sn_gguf_find_tensor(const struct sn_gguf *g, const 
 int sn_gguf_tensor_to_f32(const struct sn_gguf_tensor *t, float *out, struct sn_err *err);
 const char *sn_ggml_type_name(int type); /* "F32", "F16", "BF16", "Q8_0", or "?" */
 
-/* Writer: KVs and tensors are written in the order they were added; general.alignment is 32.
-** Values are copied; tensor data is borrowed until save returns. */
-struct sn_gguf_writer;
-int  sn_gguf_writer_create(struct sn_gguf_writer **out, struct sn_err *err);
-void sn_gguf_writer_free(struct sn_gguf_writer *w);
-int  sn_gguf_writer_set_str(struct sn_gguf_writer *w, const char *key, const char *v,
-                            struct sn_err *err);
-int  sn_gguf_writer_set_u32(struct sn_gguf_writer *w, const char *key, uint32_t v,
-                            struct sn_err *err);
-int  sn_gguf_writer_set_i32(struct sn_gguf_writer *w, const char *key, int32_t v,
-                            struct sn_err *err);
-int  sn_gguf_writer_set_u64(struct sn_gguf_writer *w, const char *key, uint64_t v,
-                            struct sn_err *err);
-int  sn_gguf_writer_set_f32(struct sn_gguf_writer *w, const char *key, float v,
-                            struct sn_err *err);
-int  sn_gguf_writer_set_bool(struct sn_gguf_writer *w, const char *key, bool v,
-                             struct sn_err *err);
-int  sn_gguf_writer_set_arr_str(struct sn_gguf_writer *w, const char *key,
-                                const char *const *v, size_t n, struct sn_err *err);
-int  sn_gguf_writer_set_arr_i32(struct sn_gguf_writer *w, const char *key, const int32_t *v,
-                                size_t n, struct sn_err *err);
-int  sn_gguf_writer_set_arr_f32(struct sn_gguf_writer *w, const char *key, const float *v,
-                                size_t n, struct sn_err *err);
-/* ne as GGUF stores it (ne[0] innermost); data holds the elements in `type`. */
-int  sn_gguf_writer_add_tensor(struct sn_gguf_writer *w, const char *name, int type,
-                               int n_dims, const uint64_t *ne, const void *data,
-                               struct sn_err *err);
-/* Serialises to memory (*out, caller sn_free) or writes a file atomically. */
-int  sn_gguf_writer_to_memory(const struct sn_gguf_writer *w, uint8_t **out, size_t *len,
-                              struct sn_err *err);
-int  sn_gguf_writer_save(const struct sn_gguf_writer *w, const char *path, struct sn_err *err);
-
-/* ---- export -------------------------------------------------------------------------------- */
+/* ---- our keys ---------------------------------------------------------------------------- */
 
 /* Our keys (docs/formats.md#gguf). */
 #define SN_GGUF_KEY_HEAD        "sentinel.score.weight"     /* f32[n_embd] */
@@ -139,49 +109,6 @@ int  sn_gguf_writer_save(const struct sn_gguf_writer *w, const char *path, struc
 #define SN_GGUF_KEY_BASE        "sentinel.base_model"
 #define SN_GGUF_KEY_ADAPTER     "sentinel.adapter"
 #define SN_GGUF_KEY_LORA        "sentinel.lora.scale"       /* f32 alpha/r merged, 0 = none */
-
-struct sn_export_params {
-    const char *base_dir;       /* HF Qwen2 directory: config.json, *.safetensors, tokenizer.json */
-    const char *adapter_dir;    /* PEFT adapter directory (adapter_config.json +
-                                ** adapter_model.safetensors), or NULL */
-    int         type;           /* enum sn_ggml_type of the matrices: F32 (default), F16, BF16,
-                                ** Q8_0 (GGUF only; a matrix whose rows are not a multiple of 32
-                                ** long stays F16, as llama.cpp's converter does) */
-    bool        head_as_logit;  /* also write output.weight with row 0 = head, others 0 */
-    uint32_t    max_len;        /* tokens per scored sequence; 0 = 1024 (the tuple builder's) */
-    uint32_t    history_sentences; /* the tuple builder's history settings; 0 = 2 */
-    uint32_t    history_chars;     /* 0 = 300 */
-    const char *tokenizer_hash; /* the shards' tokenizer hash; NULL = SHA-256 of the base's
-                                ** tokenizer.json (what `sentinel build` records) */
-    const char *system;         /* NULL = SN_TEMPLATE_SYSTEM */
-    const char *name;           /* general.name; NULL = the base directory's last component */
-    /* sn_export_gguf calls it before each transformer layer and after the last (done of total
-    ** layers converted), for a progress display; NULL = none. */
-    void      (*progress)(void *user, uint64_t done, uint64_t total);
-    void       *progress_user;
-};
-struct sn_export_params sn_export_default_params(void);
-/* Writes the GGUF at out_path atomically. Every input file is validated; errors name the
-** file and the tensor or key. */
-int sn_export_gguf(const struct sn_export_params *p, const char *out_path, struct sn_err *err);
-
-/* A LoRA adapter GGUF in llama.cpp's convention (general.type = "adapter", adapter.type =
-** "lora", adapter.lora.alpha; `blk.N.<name>.weight.lora_a` ne {n_in, r} and `.lora_b` ne {r,
-** n_out}: docs/formats.md#gguf-lora-adapter) from p->adapter_dir (required), checked against
-** p->base_dir. rsLoRA's alpha / sqrt(r) is folded into alpha. The head rides along as the rank-1
-** pair output.weight.lora_a/.lora_b adding (head - base head) to row 0 of output.weight, and in
-** full under SN_GGUF_KEY_HEAD: over a base GGUF written with head_as_logit from the same base,
-** llama.cpp's logit 0 is the adapted reward. p->type applies to the LoRA matrices. */
-int sn_export_adapter_gguf(const struct sn_export_params *p, const char *out_path,
-                           struct sn_err *err);
-/* The PEFT adapter directory (adapter_config.json + adapter_model.safetensors) of
-** p->adapter_dir (required), validated against p->base_dir and re-written (tensors unchanged,
-** the head under base_model.model.score.weight, "score" in modules_to_save). */
-int sn_export_peft(const struct sn_export_params *p, const char *out_dir, struct sn_err *err);
-/* A merged Hugging Face Qwen2ForSequenceClassification directory (config.json with num_labels
-** 1 and pad_token_id, model.safetensors with the LoRA of p->adapter_dir, if any, merged and
-** score.weight, the base's tokenizer files), in p->type (f32, f16 or bf16). */
-int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct sn_err *err);
 
 /* ---- runtime detector ---------------------------------------------------------------------- */
 

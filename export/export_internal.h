@@ -1,14 +1,19 @@
-/* export/export_internal.h: pieces shared inside export/ (gguf.c, export.c, detector.c); not
-** for callers. */
+/* export/export_internal.h: pieces shared inside export/ (the runtime: gguf.c, detector.c; the
+** writer part: gguf_writer.c, write_*.c); not for callers. */
 #ifndef SN_EXPORT_INTERNAL_H
 #define SN_EXPORT_INTERNAL_H
 #include "export/export.h"
 
+/* Limits the reader enforces and the writer keeps to (docs/formats.md#gguf). */
+#define SN_GGUF_MAGIC    "GGUF"
+#define SN_GGUF_MAX_KEY  255
+#define SN_GGUF_MAX_ARR  (1u << 24)        /* array elements */
+#define SN_GGUF_MAX_NAME 63                /* tensor names (ggml: < GGML_MAX_NAME = 64) */
+
+/* Bytes of one value of a scalar KV type (enum sn_gguf_type); 0 for strings and arrays. */
+size_t sn_gguf_scalar_size(int type);
 /* ggml's block of a supported type: *n elements in *bytes bytes; false for any other type. */
 bool sn_ggml_type_block(int type, size_t *n, size_t *bytes);
-/* ggml's quantize_row_q8_0_ref: n (a multiple of SN_Q8_0_BLOCK) floats -> n / 32 blocks of an
-** f16 scale d = max|x| / 127 and 32 int8 round(x / d). */
-void sn_q8_0_quantize(const float *x, size_t n, uint8_t *out);
 
 /* The qwen2 hyper-parameters of a GGUF (llama.cpp's keys), checked for consistency. */
 struct sn_qwen2_hparams {

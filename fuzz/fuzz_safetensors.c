@@ -1,7 +1,7 @@
-/* fuzz/fuzz_safetensors.c: the safetensors reader (common/safetensors.h) on arbitrary bytes.
+/* fuzz/fuzz_safetensors.c: the safetensors reader (hf/safetensors.h) on arbitrary bytes.
 ** Every input must either be refused with an error message or open cleanly; a file that opens
 ** must have every tensor's bytes inside the input and convertible without a fault. */
-#include "common/safetensors.h"
+#include "hf/hf.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -42,7 +42,11 @@ sn_link_check(layout_tuples_links link_tuples tuples.c sn_tuples
 # The simulator needs neither the tuple builder nor shards: no HDF5 (docs/design.md §3).
 sn_link_check(layout_sim_links_without_hdf5 link_sim sim.c sn_sim
               "(lib|-l)(hdf5|${SN_TORCH_RE}|openblas)")
-sn_link_check(layout_export_links link_export export.c sn_export
+sn_link_check(layout_hf_links link_hf hf.c sn_hf
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas)")
+sn_link_check(layout_export_runtime_links link_export_runtime export_runtime.c sn_export_runtime
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|sn_hf)")
+sn_link_check(layout_export_write_links link_export_write export_write.c sn_export_write
               "(lib|-l)(curl|hdf5|${SN_TORCH_RE})")
 sn_link_check(layout_eval_detect_links link_eval_detect eval_detect.c sn_eval_detect
               "(lib|-l)(${SN_TORCH_RE}|openblas)")
@@ -69,8 +73,13 @@ set_tests_properties(layout_links_self_test_program layout_links_self_test_libra
                      PROPERTIES PASS_REGULAR_EXPRESSION "links what it must not")
 add_test(NAME layout_detector_library_links
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh
-                 $<TARGET_FILE:sentinel_detector> "(lib|-l)(curl|hdf5|${SN_TORCH_RE})"
+                 $<TARGET_FILE:sentinel_detector> "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|sn_hf)"
                  ${CMAKE_BINARY_DIR}/CMakeFiles/sentinel_detector.dir/link.txt)
+# ... and it is compiled from sources, not linked from sn_hf, so also: no hf/ code inside it (the
+# Hugging Face formats: sn_hf_*, the safetensors sn_st_*, config.json's sn_model_config_*).
+add_test(NAME layout_detector_library_without_hf
+         COMMAND bash -c "nm -D --defined-only $1 > /dev/null && ! nm -D --defined-only $1 | grep -E ' (sn_hf_|sn_st_|sn_model_config_)'"
+                 check $<TARGET_FILE:sentinel_detector>)
 
 # Every #include and every sn_module(... DEPS ...) follows the module table (docs/modules.txt);
 # no C++ outside aten/. README.md, docs/ and source comments cite only files and sections that
@@ -94,4 +103,5 @@ add_test(NAME layout_no_circles_self_test
          COMMAND ${SN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/check_cycles.py --self-test
                  ${CMAKE_C_COMPILER})
 set_tests_properties(layout_includes layout_docs layout_self_test layout_no_circles
-                     layout_no_circles_self_test PROPERTIES LABELS "noasan")
+                     layout_no_circles_self_test layout_detector_library_without_hf
+                     PROPERTIES LABELS "noasan")

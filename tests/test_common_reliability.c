@@ -4,7 +4,7 @@
 ** values that must parse whole), JSON that would be cut at U+0000, and safetensors shapes
 ** that overflow. */
 #include "common/common.h"
-#include "common/safetensors.h"
+#include "hf/hf.h"
 #include "testutil.h"
 
 #include <stdint.h>

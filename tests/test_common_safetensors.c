@@ -2,7 +2,7 @@
 ** dtype conversions against hand-computed values, one spoiled file per failure kind (each must
 ** fail with SN_E_FORMAT and a message naming the problem), and allocation failure at every
 ** step of open. */
-#include "common/safetensors.h"
+#include "hf/hf.h"
 #include "tests/testutil.h"
 
 #include <stdint.h>

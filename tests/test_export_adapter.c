@@ -23,6 +23,7 @@
 **      Parts that need python torch are skipped (with a message) where it cannot be imported. */
 #include "testutil.h"
 #include "export/export.h"
+#include "export/write.h"
 #include "tests/testutil_qwen2.h"
 
 #include <cjson/cJSON.h>

@@ -9,7 +9,7 @@
 **   - tokenize with the GGUF prints the same ids as with tokenizer.json;
 **   - a damaged GGUF makes score fail with a message naming the problem. */
 #include "testutil.h"
-#include "common/safetensors.h"
+#include "hf/hf.h"
 #include "export/export.h"
 #include "tokenizer/template.h"
 #include "tokenizer/tokenizer.h"

@@ -14,8 +14,9 @@
 #include "testutil.h"
 
 #ifdef SENTINEL_WITH_TORCH
-#include "common/safetensors.h"
+#include "hf/hf.h"
 #include "export/export.h"
+#include "export/write.h"
 #include "tests/testutil_aten.h"
 #include "tokenizer/template.h"
 #include "tokenizer/tokenizer.h"

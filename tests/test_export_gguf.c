@@ -6,8 +6,9 @@
 **   - qwen2 files: shapes against the hyper-parameters, vocab vs tokens, layer count;
 **   - allocation failure at every allocation of the reader: a clean SN_E_NOMEM. */
 #include "testutil.h"
-#include "common/safetensors.h"
+#include "hf/hf.h"
 #include "export/export.h"
+#include "export/write.h"
 
 #include <stdint.h>
 

@@ -7,6 +7,7 @@
 ** and `sentinel score --exact` in a third (the same n_threads in all three). */
 #include "testutil.h"
 #include "export/export.h"
+#include "export/write.h"
 #include "tests/testutil_qwen2.h"
 
 static struct sn_err E;

@@ -12,6 +12,7 @@
 ** it. Exit 77 (skip) without node/npm or registry access. Label noasan (tests/llama.cmake). */
 #include "testutil.h"
 #include "export/export.h"
+#include "export/write.h"
 #include "tests/testutil_qwen2.h"
 #include "tokenizer/template.h"
 

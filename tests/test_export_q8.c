@@ -11,6 +11,7 @@
 **      claims one; q8_0 is refused for --hf and --adapter-only. */
 #include "testutil.h"
 #include "export/export.h"
+#include "export/write.h"
 #include "tests/testutil_qwen2.h"
 
 static struct sn_err E;

@@ -16,6 +16,7 @@
 ** Labelled numerics: .ci/run runs it once more with the OpenBLAS variables flipped. */
 #include "testutil.h"
 #include "export/export.h"
+#include "export/write.h"
 #include "tests/testutil_qwen2.h"
 
 #include <cjson/cJSON.h>

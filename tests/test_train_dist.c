@@ -4,7 +4,7 @@
 ** float64 the losses of every step agree to 1e-12 and the weights after 4 AdamW steps to 1e-9
 ** (eps 1e-4 keeps AdamW's update a smooth function of the gradient, so summation-order
 ** rounding cannot flip the sign of a near-zero element's step). Also: rank 0 alone writes. */
-#include "common/safetensors.h"
+#include "hf/hf.h"
 #include "tests/testutil.h"
 #include "tests/testutil_train.h"
 

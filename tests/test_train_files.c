@@ -6,7 +6,7 @@
 **    (run under ASan for leaks): truncated safetensors, lying header, wrong dtype, wrong shape,
 **    missing and unexpected tensors, config.json missing a field or with inconsistent heads,
 **    bad adapters; bad batches (ids out of range, empty rows). */
-#include "common/safetensors.h"
+#include "hf/hf.h"
 #include "tests/testutil.h"
 #include "train/train.h"
 

@@ -3,7 +3,7 @@
 ** printed precision; the head comes from the adapter when given; no head, a bad id and an empty
 ** line are clean errors naming the problem; text mode uses MODEL_DIR/tokenizer.json. */
 #include "tests/testutil.h"
-#include "common/safetensors.h"
+#include "hf/hf.h"
 #include "tokenizer/tokenizer.h"
 #include "train/train.h"
 

@@ -2,7 +2,7 @@
 #include "testutil.h"
 
 #include "common/common.h"
-#include "common/safetensors.h"
+#include "hf/hf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 ** Header-only (static functions), shared by tests/test_export_*.c and bench/bench_detector.c. */
 #ifndef SN_TESTUTIL_QWEN2_H
 #define SN_TESTUTIL_QWEN2_H
-#include "common/safetensors.h"
+#include "hf/hf.h"
 #include "tokenizer/tokenizer.h"
 
 #include <stdio.h>

@@ -83,6 +83,25 @@ struct sn_tokenizer_vocab {
 int  sn_tokenizer_create(const struct sn_tokenizer_vocab *v, struct sn_tokenizer **out,
                          struct sn_err *err);
 
+/* The arrays of a loaded tokenizer over n_ids ids (>= sn_tokenizer_vocab_size), the way
+** llama.cpp's tokenizer.ggml keys hold them: BPE tokens in the ByteLevel alphabet (NORMAL),
+** added tokens as their raw text (CONTROL when special, else USER_DEFINED), ids no token has as
+** "[PAD<id>]" (UNUSED); merges "a b" in rank order as the file listed them; pre the
+** pre-tokenizer's llama.cpp name ("qwen2" for Qwen2's split regex, "gpt2" for GPT-2's) or NULL
+** for any other split. sn_tokenizer_create of these arrays encodes as tok does. */
+struct sn_tokenizer_arrays {
+    char      **tokens;
+    int32_t    *types;
+    size_t      n_tokens;
+    char      **merges;
+    size_t      n_merges;
+    const char *pre;          /* static */
+    bool        nfc;
+};
+int  sn_tokenizer_to_arrays(const struct sn_tokenizer *tok, size_t n_ids,
+                            struct sn_tokenizer_arrays *out, struct sn_err *err);
+void sn_tokenizer_arrays_free(struct sn_tokenizer_arrays *a);   /* NULL is fine */
+
 /* Writes the byte-level tokenizer of the tiny demo model in tokenizer.json format, atomically:
 ** SN_TOKENIZER_DEMO_VOCAB = 512 ids = 256 byte tokens (ids 0-255, byte b has id b) + 253
 ** merges learned deterministically from a built-in English text (ids 256-508) + the ChatML

@@ -1,6 +1,7 @@
 /* train/adapter.c: PEFT-compatible adapter directories (adapter_config.json +
 ** adapter_model.safetensors) for a LoRA + score-head reward model. Names, shapes and config
-** fields follow PEFT (ecosystem.md §2; docs/formats.md#adapter-checkpoint). */
+** fields follow PEFT (docs/formats.md#adapter-checkpoint); adapter_config.json is parsed by
+** hf/peft.c (hf/hf.h). */
 #include "train/train_internal.h"
 
 #include <inttypes.h>
@@ -9,6 +10,10 @@
 #include <string.h>
 
 #define HEAD_NAME "base_model.model.score.weight"
+
+/* hf/ parses target_modules into bits in lora/'s order (hf/hf.h, sn_hf_lora_target_name). */
+_Static_assert(SN_HF_LORA_TARGETS == SN_LORA_TARGET_COUNT, "hf/ and lora/ list the same "
+               "projections");
 
 /* adapter_config.json with PEFT's field names; keys inserted in sorted order (PEFT writes
 ** json.dumps(sort_keys=True)). */
@@ -128,124 +133,6 @@ int sn_model_adapter_save(const struct sn_model *mc, const char *dir,
     return rc;
 }
 
-/* Fields of PEFT's LoraConfig that change what the adapter computes and that the loader does
-** not implement: each refused by name when set, rather than scored as a plain LoRA. */
-static int refuse_unimplemented(const cJSON *j, const char *path, struct sn_err *err)
-{
-    static const struct {
-        const char *key, *what;
-    } set_means[] = {
-        {"alora_invocation_tokens", "activated LoRA (applied only after the invocation tokens)"},
-        {"layer_replication", "layer replication (a base model with duplicated layers)"},
-        {"target_parameters", "LoRA on nn.Parameter targets (e.g. MoE experts)"},
-        {"use_qalora", "QA-LoRA (quantization-aware pooling of the input)"},
-        {"lora_bias", "a trained bias on lora_B"},
-        {"use_dora", "DoRA (weight-decomposed LoRA)"},
-        {"fan_in_fan_out", "transposed (Conv1D-style) weights"},
-    };
-    for (size_t i = 0; i < sizeof set_means / sizeof set_means[0]; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, set_means[i].key);
-        bool set = v && !cJSON_IsNull(v) && !cJSON_IsFalse(v) &&
-                   !(cJSON_IsArray(v) && !v->child) && !(cJSON_IsObject(v) && !v->child);
-        if (set)
-            return sn_err_set(err, SN_E_UNSUPPORTED, "%s: '%s' is set: %s is not supported",
-                              path, set_means[i].key, set_means[i].what);
-    }
-    /* init_lora_weights: true/false/"gaussian"/"orthogonal" only choose the initial A and B;
-    ** PiSSA, OLoRA, EVA, LoftQ and CorDA also rewrite the base weights */
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "init_lora_weights");
-    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v) &&
-        !(cJSON_IsString(v) && (!strcmp(v->valuestring, "gaussian") ||
-                                !strcmp(v->valuestring, "orthogonal"))))
-        return sn_err_set(err, SN_E_UNSUPPORTED, "%s: 'init_lora_weights' is %s%s%s: that "
-                          "initialisation changes the base model's weights, which the adapter "
-                          "file does not carry; not supported", path,
-                          cJSON_IsString(v) ? "'" : "", cJSON_IsString(v) ? v->valuestring
-                                                                         : "not a bool",
-                          cJSON_IsString(v) ? "'" : "");
-    return SN_OK;
-}
-
-/* Parses adapter_config.json into c; *has_score: "score" in modules_to_save; *need_head: the
-** task type is not SEQ_CLS (TRL's recipe), so the file must carry the head. */
-static int config_parse(const cJSON *j, const char *path, struct sn_lora_config *c,
-                        bool *has_score, bool *need_head, struct sn_err *err)
-{
-    memset(c, 0, sizeof *c);
-    *has_score = false;
-    *need_head = false;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "peft_type");
-    if (!cJSON_IsString(v) || strcmp(v->valuestring, "LORA"))
-        return sn_err_set(err, SN_E_FORMAT, "%s: 'peft_type' must be \"LORA\"", path);
-    /* SEQ_CLS, or TRL's documented recipe: LoraConfig(modules_to_save=["score"]) with no
-    ** task_type or CAUSAL_LM, on a sequence-classification model; the head must then be in
-    ** the file (checked by the caller) */
-    v = cJSON_GetObjectItemCaseSensitive(j, "task_type");
-    if (v && !cJSON_IsNull(v) &&
-        (!cJSON_IsString(v) ||
-         (strcmp(v->valuestring, "SEQ_CLS") && strcmp(v->valuestring, "CAUSAL_LM"))))
-        return sn_err_set(err, SN_E_FORMAT, "%s: 'task_type' must be \"SEQ_CLS\" (a sequence-"
-                          "classification reward model), or \"CAUSAL_LM\" or absent with the "
-                          "trained head saved (modules_to_save [\"score\"])", path);
-    *need_head = !cJSON_IsString(v) || strcmp(v->valuestring, "SEQ_CLS") != 0;
-    int rc = refuse_unimplemented(j, path, err);
-    if (rc)
-        return rc;
-    v = cJSON_GetObjectItemCaseSensitive(j, "r");
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1 ||
-        v->valuedouble > 65536)
-        return sn_err_set(err, SN_E_FORMAT, "%s: 'r' must be an integer in 1..65536", path);
-    c->r = (int)v->valuedouble;
-    v = cJSON_GetObjectItemCaseSensitive(j, "lora_alpha");
-    if (!cJSON_IsNumber(v))
-        return sn_err_set(err, SN_E_FORMAT, "%s: 'lora_alpha' must be a number", path);
-    c->alpha = v->valuedouble;
-    v = cJSON_GetObjectItemCaseSensitive(j, "lora_dropout");
-    c->dropout = cJSON_IsNumber(v) ? v->valuedouble : 0.0;
-    v = cJSON_GetObjectItemCaseSensitive(j, "use_rslora");
-    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
-        return sn_err_set(err, SN_E_FORMAT, "%s: 'use_rslora' must be true or false", path);
-    c->use_rslora = cJSON_IsTrue(v); /* scale alpha / sqrt(r) (lora/lora.h) */
-    v = cJSON_GetObjectItemCaseSensitive(j, "bias");
-    if (v && (!cJSON_IsString(v) || strcmp(v->valuestring, "none")))
-        return sn_err_set(err, SN_E_UNSUPPORTED, "%s: 'bias' must be \"none\"", path);
-    static const char *const must_empty[] = {"rank_pattern", "alpha_pattern"};
-    for (size_t i = 0; i < 2; i++) {
-        v = cJSON_GetObjectItemCaseSensitive(j, must_empty[i]);
-        if (v && !cJSON_IsNull(v) && !(cJSON_IsObject(v) && !v->child))
-            return sn_err_set(err, SN_E_UNSUPPORTED, "%s: '%s' is not empty; per-layer ranks are "
-                              "not supported", path, must_empty[i]);
-    }
-    v = cJSON_GetObjectItemCaseSensitive(j, "layers_to_transform");
-    if (v && !cJSON_IsNull(v))
-        return sn_err_set(err, SN_E_UNSUPPORTED, "%s: 'layers_to_transform' is set; adapters on "
-                          "a subset of layers are not supported", path);
-    v = cJSON_GetObjectItemCaseSensitive(j, "target_modules");
-    if (cJSON_IsString(v) && !strcmp(v->valuestring, "all-linear")) {
-        c->targets = SN_LORA_ALL_TARGETS;
-    } else if (cJSON_IsArray(v)) {
-        for (const cJSON *e = v->child; e; e = e->next) {
-            enum sn_lora_target t;
-            if (!cJSON_IsString(e) || !sn_lora_target_parse(e->valuestring, &t))
-                return sn_err_set(err, SN_E_FORMAT, "%s: target_modules entry '%s' is not one of "
-                                  "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj",
-                                  path, cJSON_IsString(e) ? e->valuestring : "?");
-            c->targets |= 1u << t;
-        }
-    } else {
-        return sn_err_set(err, SN_E_FORMAT, "%s: 'target_modules' must be a list of module names",
-                          path);
-    }
-    /* PEFT's SEQ_CLS wrapper extends the list: ["score", "classifier", "score"] is normal. */
-    v = cJSON_GetObjectItemCaseSensitive(j, "modules_to_save");
-    if (cJSON_IsArray(v)) {
-        for (const cJSON *e = v->child; e; e = e->next)
-            if (cJSON_IsString(e) && !strcmp(e->valuestring, "score"))
-                *has_score = true;
-    }
-    return sn_lora_config_check(c, err) ? sn_err_wrap(err, "%s", path) : SN_OK;
-}
-
 int sn_model_adapter_load(struct sn_model *m, const char *dir, struct sn_err *err)
 {
     char cpath[4096], spath[4096];
@@ -254,15 +141,16 @@ int sn_model_adapter_load(struct sn_model *m, const char *dir, struct sn_err *er
         rc = sn_path_join(spath, sizeof spath, dir, "adapter_model.safetensors", err);
     if (rc)
         return rc;
-    cJSON *j = NULL;
-    struct sn_lora_config c;
-    bool has_score = false, need_head = false;
-    rc = sn_json_load(cpath, &j, err);
-    if (!rc)
-        rc = config_parse(j, cpath, &c, &has_score, &need_head, err);
-    cJSON_Delete(j);
+    struct sn_hf_adapter_config hc;
+    rc = sn_hf_adapter_config_load(dir, &hc, err);
     if (rc)
         return rc;
+    /* hf/ names the targets in lora/'s order (hf/hf.h) */
+    struct sn_lora_config c = {.r = hc.r, .alpha = hc.alpha, .dropout = hc.dropout,
+                               .targets = hc.targets, .use_rslora = hc.use_rslora};
+    const bool has_score = hc.has_score, need_head = hc.need_head;
+    if (sn_lora_config_check(&c, err))
+        return sn_err_wrap(err, "%s", cpath);
     struct sn_st_file *f = NULL;
     rc = sn_st_open(spath, &f, err);
     if (rc)

@@ -1,154 +1,13 @@
 /* train/hf.c: Hugging Face model directories (config.json + model.safetensors, or shards listed
 ** by model.safetensors.index.json) into and out of struct sn_model. Layout:
-** docs/formats.md#model-directory. Weights are read through mmap (common/safetensors.h):
-** only the tensors we use are touched. */
+** docs/formats.md#model-directory. config.json, the index and the safetensors files are parsed
+** by hf/ (hf/hf.h); weights are read through mmap, so only the tensors we use are touched. */
 #include "train/train_internal.h"
-
-#include "common/safetensors.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_SHARDS 4096
-
-struct weights {
-    struct sn_st_file **files;
-    size_t              n_files;
-    bool               *used;   /* per tensor, flattened over files */
-    size_t             *base;   /* first flat index per file */
-    const char         *prefix; /* "" or "model." handling: see find() */
-};
-
-static void weights_close(struct weights *w)
-{
-    for (size_t i = 0; i < w->n_files; i++)
-        sn_st_close(w->files[i]);
-    sn_free(w->files);
-    sn_free(w->used);
-    sn_free(w->base);
-    memset(w, 0, sizeof *w);
-}
-
-static int weights_open_files(struct weights *w, const char *dir, char **names, size_t n,
-                              struct sn_err *err)
-{
-    w->files = sn_calloc(n, sizeof *w->files);
-    w->base = sn_calloc(n + 1, sizeof *w->base);
-    if (!w->files || !w->base)
-        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", dir);
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        char path[4096];
-        int rc = sn_path_join(path, sizeof path, dir, names[i], err);
-        if (!rc)
-            rc = sn_st_open(path, &w->files[i], err);
-        if (rc)
-            return rc;
-        w->n_files++;
-        w->base[i] = total;
-        total += sn_st_count(w->files[i]);
-    }
-    w->base[n] = total;
-    w->used = sn_calloc(total + 1, sizeof *w->used);
-    if (!w->used)
-        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", dir);
-    /* the same tensor name in two shards is ambiguous */
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < sn_st_count(w->files[i]); j++)
-            for (size_t k = i + 1; k < n; k++)
-                if (sn_st_find(w->files[k], sn_st_get(w->files[i], j)->name))
-                    return sn_err_set(err, SN_E_FORMAT, "%s: tensor '%s' appears in both %s "
-                                      "and %s", dir, sn_st_get(w->files[i], j)->name,
-                                      sn_st_path(w->files[i]), sn_st_path(w->files[k]));
-    return SN_OK;
-}
-
-/* Opens model.safetensors, or every shard named in model.safetensors.index.json. */
-static int weights_open(struct weights *w, const char *dir, struct sn_err *err)
-{
-    memset(w, 0, sizeof *w);
-    char path[4096];
-    int rc = sn_path_join(path, sizeof path, dir, "model.safetensors", err);
-    if (rc)
-        return rc;
-    if (sn_path_exists(path)) {
-        char *one = "model.safetensors";
-        return weights_open_files(w, dir, &one, 1, err);
-    }
-    rc = sn_path_join(path, sizeof path, dir, "model.safetensors.index.json", err);
-    if (rc)
-        return rc;
-    if (!sn_path_exists(path))
-        return sn_err_set(err, SN_E_IO, "%s: no model.safetensors or model.safetensors.index.json "
-                          "(a Hugging Face model directory with safetensors weights is needed)",
-                          dir);
-    cJSON *j = NULL;
-    rc = sn_json_load(path, &j, err);
-    if (rc)
-        return rc;
-    const cJSON *map = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
-    char **names = NULL;
-    size_t n = 0;
-    if (!cJSON_IsObject(map)) {
-        rc = sn_err_set(err, SN_E_FORMAT, "%s: missing object 'weight_map'", path);
-        goto done;
-    }
-    names = sn_calloc(MAX_SHARDS, sizeof *names);
-    if (!names) {
-        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    for (const cJSON *e = map->child; e; e = e->next) {
-        if (!cJSON_IsString(e) || !e->valuestring[0] || strchr(e->valuestring, '/') ||
-            !strcmp(e->valuestring, "..") || !strcmp(e->valuestring, ".")) {
-            rc = sn_err_set(err, SN_E_FORMAT, "%s: weight_map['%s'] must be a file name in the "
-                            "same directory", path, e->string);
-            goto done;
-        }
-        size_t k = 0;
-        while (k < n && strcmp(names[k], e->valuestring))
-            k++;
-        if (k == n) {
-            if (n == MAX_SHARDS) {
-                rc = sn_err_set(err, SN_E_FORMAT, "%s: more than %d shards", path, MAX_SHARDS);
-                goto done;
-            }
-            names[n++] = e->valuestring; /* borrowed from j */
-        }
-    }
-    if (n == 0) {
-        rc = sn_err_set(err, SN_E_FORMAT, "%s: empty weight_map", path);
-        goto done;
-    }
-    rc = weights_open_files(w, dir, names, n, err);
-    /* every mapping must point at the shard that really holds the tensor */
-    for (const cJSON *e = map->child; !rc && e; e = e->next) {
-        size_t k = 0;
-        while (k < n && strcmp(names[k], e->valuestring))
-            k++;
-        if (!sn_st_find(w->files[k], e->string))
-            rc = sn_err_set(err, SN_E_FORMAT, "%s: weight_map says '%s' is in %s, but it is not",
-                            path, e->string, e->valuestring);
-    }
-done:
-    sn_free(names);
-    cJSON_Delete(j);
-    return rc;
-}
-
-static const struct sn_st_tensor *weights_find(struct weights *w, const char *name)
-{
-    for (size_t i = 0; i < w->n_files; i++) {
-        const struct sn_st_tensor *t = sn_st_find(w->files[i], name);
-        if (t) {
-            w->used[w->base[i] + (size_t)(t - sn_st_get(w->files[i], 0))] = true;
-            return t;
-        }
-    }
-    return NULL;
-}
 
 static int host_dtype(const struct sn_st_tensor *t, enum sn_dtype *out)
 {
@@ -275,16 +134,16 @@ int sn_model_open_hf(const char *dir, const struct sn_model_params *p, struct sn
     rc = sn_model_alloc(&c, p, &m, err);
     if (rc)
         return rc;
-    struct weights w;
+    struct sn_hf_weights *w = NULL;
     struct sn_model_slot *s = NULL;
     size_t n = 0;
-    rc = weights_open(&w, dir, err);
+    rc = sn_hf_weights_open(dir, &w, err);
     if (!rc)
         rc = sn_model_slots(m, true, &s, &n, err);
     for (size_t i = 0; !rc && i < n; i++) {
-        const struct sn_st_tensor *t = weights_find(&w, s[i].name);
+        const struct sn_st_tensor *t = sn_hf_weights_find(w, s[i].name);
         if (!t && !strncmp(s[i].name, "model.", 6))
-            t = weights_find(&w, s[i].name + 6); /* a bare Qwen2Model checkpoint */
+            t = sn_hf_weights_find(w, s[i].name + 6); /* a bare Qwen2Model checkpoint */
         if (!t) {
             if (s[i].kind == SN_SLOT_HEAD)
                 continue; /* a causal-LM checkpoint: no head until an adapter brings one */
@@ -298,7 +157,7 @@ int sn_model_open_hf(const char *dir, const struct sn_model_params *p, struct sn
     }
     /* lm_head: no LM use here, but a wrong shape means the file does not match the config */
     if (!rc) {
-        const struct sn_st_tensor *t = weights_find(&w, "lm_head.weight");
+        const struct sn_st_tensor *t = sn_hf_weights_find(w, "lm_head.weight");
         int64_t shp[2] = {c.vocab_size, c.hidden_size};
         if (t && !shape_is(t, 2, shp))
             rc = sn_err_set(err, SN_E_FORMAT, "%s: tensor 'lm_head.weight' has the wrong shape "
@@ -306,20 +165,21 @@ int sn_model_open_hf(const char *dir, const struct sn_model_params *p, struct sn
                             c.hidden_size);
     }
     /* anything else is not a Qwen2 weight we know: refuse rather than silently ignore */
-    for (size_t f = 0; !rc && f < w.n_files; f++) {
-        for (size_t j = 0; j < sn_st_count(w.files[f]); j++) {
-            const char *nm = sn_st_get(w.files[f], j)->name;
-            if (w.used[w.base[f] + j] || strstr(nm, "rotary_emb.inv_freq"))
+    for (size_t f = 0; !rc && f < sn_hf_weights_n_files(w); f++) {
+        const struct sn_st_file *sf = sn_hf_weights_file(w, f);
+        for (size_t j = 0; j < sn_st_count(sf); j++) {
+            const char *nm = sn_st_get(sf, j)->name;
+            if (sn_hf_weights_used(w, f, j) || strstr(nm, "rotary_emb.inv_freq"))
                 continue;
             rc = sn_err_set(err, SN_E_FORMAT, "%s: unexpected tensor '%s' (not part of a Qwen2 "
-                            "model with this config)", sn_st_path(w.files[f]), nm);
+                            "model with this config)", sn_st_path(sf), nm);
             break;
         }
     }
     if (!rc && m->head)
         rc = sn_aten_set_requires_grad(m->head, true, err);
     sn_free(s);
-    weights_close(&w);
+    sn_hf_weights_close(w);
     if (rc) {
         sn_model_free(m);
         return rc;

@@ -4,7 +4,7 @@
 #include "train/train.h"
 #include "train/train_internal.h"
 
-#include "common/safetensors.h"
+#include "hf/hf.h"
 
 #include <inttypes.h>
 #include <math.h>

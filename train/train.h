@@ -25,46 +25,14 @@
 #ifndef SN_TRAIN_H
 #define SN_TRAIN_H
 #include "aten/aten.h"
+#include "hf/hf.h"
 #include "lora/lora.h"
 
-/* ---- config (config.json) ----------------------------------------------------------------- */
-
-struct sn_model_config {
-    int64_t hidden_size;
-    int64_t intermediate_size;
-    int64_t num_hidden_layers;
-    int64_t num_attention_heads;
-    int64_t num_key_value_heads;
-    int64_t vocab_size;
-    int64_t max_position_embeddings;
-    double  rms_norm_eps;
-    double  rope_theta;
-    bool    tie_word_embeddings;
-    int64_t pad_token_id;        /* -1 when absent */
-    char    torch_dtype[16];     /* "float32", "bfloat16" or "float16": the on-disk dtype */
-};
+/* ---- config (config.json: struct sn_model_config and its parser, hf/hf.h) ---------------- */
 
 /* The tiny built-in config: 2 layers, hidden 64, 4 heads, 2 KV heads (GQA), intermediate 128,
 ** rms_norm_eps 1e-6, rope_theta 10000, max positions 2048, float32, the given vocab size. */
 struct sn_model_config sn_model_config_tiny(int64_t vocab_size);
-/* head_dim = hidden_size / num_attention_heads. */
-int64_t sn_model_config_head_dim(const struct sn_model_config *c);
-/* Checks every field and their consistency (heads divide hidden, KV heads divide heads, even
-** head_dim, ...). Errors name the file (name) and the field. */
-int sn_model_config_check(const struct sn_model_config *c, const char *name, struct sn_err *err);
-/* Parses a HF config.json object. Required: hidden_size, intermediate_size, num_hidden_layers,
-** num_attention_heads, num_key_value_heads, rms_norm_eps, rope_theta, max_position_embeddings,
-** vocab_size; rope_theta may instead sit in rope_parameters (current transformers), whose
-** rope_type must be "default"; num_key_value_heads null means num_attention_heads. Optional:
-** tie_word_embeddings (false), torch_dtype or dtype ("float32"), pad_token_id, head_dim (must
-** equal hidden_size / num_attention_heads), model_type (must be "qwen2" if present),
-** hidden_act ("silu"), rope_scaling (null or rope_type "default"), use_sliding_window (must be
-** false). Then sn_model_config_check. */
-int sn_model_config_parse(const cJSON *json, const char *name, struct sn_model_config *c,
-                          struct sn_err *err);
-int sn_model_config_load(const char *path, struct sn_model_config *c, struct sn_err *err);
-/* A config.json object (Qwen2ForSequenceClassification, num_labels 1); caller cJSON_Deletes. */
-int sn_model_config_to_json(const struct sn_model_config *c, cJSON **out, struct sn_err *err);
 
 /* ---- the model ---------------------------------------------------------------------------- */
 

@@ -2,7 +2,7 @@
 #ifndef SN_TRAIN_INTERNAL_H
 #define SN_TRAIN_INTERNAL_H
 #include "train/train.h"
-#include "common/safetensors.h"
+#include "hf/hf.h"
 
 struct sn_model_layer {
     struct sn_tensor      *ln1, *ln2;                /* (D) input / post-attention RMSNorm */

@@ -1,4 +1,4 @@
-/* tests/link/export.c: a program linked against sn_export alone (tests/layout.cmake), so the
+/* tests/link/export_runtime.c: a program linked against sn_export_runtime alone (tests/layout.cmake), so the
 ** link check sees everything linking that library brings in. */
 #include "export/export.h"
 

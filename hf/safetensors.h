@@ -1,4 +1,4 @@
-/* common/safetensors.h: a pure C reader and writer of the safetensors format
+/* hf/safetensors.h: a pure C reader and writer of the safetensors format
 ** (https://huggingface.co/docs/safetensors; layout notes in docs/formats.md#safetensors).
 **
 ** Layout: an 8-byte little-endian u64 N, then N bytes of UTF-8 JSON (an object mapping tensor
@@ -20,8 +20,8 @@
 **
 ** Ownership: a reader owns its mapping; tensor views and their data are borrowed until
 ** sn_st_close. A writer borrows tensor data until sn_st_writer_save returns. */
-#ifndef SN_SAFETENSORS_H
-#define SN_SAFETENSORS_H
+#ifndef SN_HF_SAFETENSORS_H
+#define SN_HF_SAFETENSORS_H
 #include "common/common.h"
 
 /* Append-only (values never renumbered); names are the on-disk dtype strings. */
@@ -86,11 +86,7 @@ const char *sn_st_path(const struct sn_st_file *f);
 ** Other dtypes give SN_E_FORMAT naming the tensor. */
 int sn_st_to_f32(const struct sn_st_tensor *t, float *out, struct sn_err *err);
 
-/* Scalar conversions used by loaders and writers (round to nearest even). */
-float    sn_bf16_to_f32(uint16_t h);
-uint16_t sn_f32_to_bf16(float f);
-float    sn_f16_to_f32(uint16_t h);
-uint16_t sn_f32_to_f16(float f);
+/* Scalar conversions (sn_bf16_to_f32, sn_f32_to_f16, ...): common/common.h. */
 
 /* ---- writer ------------------------------------------------------------------------------- */
 
@@ -108,4 +104,4 @@ int  sn_st_writer_set_metadata(struct sn_st_writer *w, const char *key, const ch
 /* Writes the file atomically. The writer stays usable (save again elsewhere, or free). */
 int  sn_st_writer_save(struct sn_st_writer *w, const char *path, struct sn_err *err);
 
-#endif /* SN_SAFETENSORS_H */
+#endif /* SN_HF_SAFETENSORS_H */
