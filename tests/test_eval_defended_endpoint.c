@@ -8,7 +8,7 @@
 ** of the defence is recomputed from the trajectories; a resumed run keeps the wall times. */
 #include "testutil.h"
 #include "testutil_openai.h"
-#include "data/trajectory.h"
+#include "data/data.h"
 
 #include <math.h>
 
