@@ -126,6 +126,11 @@ struct sn_detector_params {
     int  n_threads;   /* OpenBLAS threads, 0..SN_DETECTOR_MAX_THREADS; 0 = the default rule */
     int  max_tokens;  /* longest sequence scored; 0 = the file's sentinel.max_len */
     int  max_batch;   /* responses per shared-context call; 0 = 8 */
+    /* Kernels (docs/export.md "Weight formats and kernels"): NULL = the environment's
+    ** SENTINEL_KERNELS, else "auto" (the widest this CPU runs); "portable", "avx2", "avx512",
+    ** each optionally with "+dot" or "+tile" (BF16 matrices by dot products or by f32 tiles).
+    ** Naming kernels the CPU lacks fails with SN_E_UNSUPPORTED. */
+    const char *kernels;
 };
 struct sn_detector_params sn_detector_default_params(void);
 int  sn_detector_open(const char *gguf_path, const struct sn_detector_params *p,
@@ -141,6 +146,12 @@ const struct sn_tokenizer *sn_detector_tokenizer(const struct sn_detector *d);
 int  sn_detector_n_embd(const struct sn_detector *d);
 /* The OpenBLAS thread count every forward of d runs with (n_threads = 0 resolved). */
 int  sn_detector_n_threads(const struct sn_detector *d);
+/* The kernels chosen at open, in words: the CPU's features, the ISA, how each weight type is
+** multiplied (borrowed until sn_detector_free). */
+const char *sn_detector_kernels(const struct sn_detector *d);
+/* Bytes of the scratch allocated at open (activations, key/value cache, f32 tile): with the
+** GGUF's tensor bytes (memory-mapped, shared), what an open detector holds. */
+size_t sn_detector_scratch_bytes(const struct sn_detector *d);
 
 /* Reward of one token sequence (the head on the last token's final-norm state). hidden, if
 ** not NULL, receives that state (n_embd floats). n must be in [1, max_tokens]. */
