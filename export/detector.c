@@ -79,13 +79,15 @@ struct sn_detector {
     size_t   n_owned;
     struct sn_kern_cpu cpu;
     int      isa;               /* kernels/ ISA of conversions (and of BF16 dot products) */
-    bool     bf16_dot;          /* BF16 matrices by dot products, else by f32 tiles */
-    bool     bf16_hw;           /* ... with vdpbf16ps */
-    size_t   tile_floats;       /* size of wt (0: every matrix is F32, or BF16 by dots) */
+    bool     dot;               /* BF16 and Q8_0 matrices by BF16 dot products, else f32 tiles */
+    bool     dot_hw;            /* ... with vdpbf16ps */
+    size_t   tile_floats;       /* size of wt (0: no matrix goes by f32 tiles) */
+    size_t   tile_bf16;         /* size of wb (0: no Q8_0 matrix goes by BF16 dot products) */
     size_t   scratch_bytes;
     float   *scratch;
     float   *x, *a, *q, *att, *g, *u, *s, *kc, *vc, *rc, *rs, *hid, *wt;
     uint16_t *xb;               /* (T, max(E, F)) activations as BF16, for dot products */
+    uint16_t *wb;               /* tile_bf16: rows of a Q8_0 matrix as BF16 */
     char     kernels[512];      /* the choice, in words (sn_detector_kernels) */
     struct sn_ids ids;
 };
@@ -265,7 +267,9 @@ static int load_mat(struct sn_detector *d, const char *name, struct wmat *w, str
 **   hid  E         final-norm state of the last token
 **   wt   tile      f32 rows of the matrix being multiplied (tile_floats: 0 when every matrix
 **                  is F32 or BF16 by dot products, else max(TILE_FLOATS, 16 rows of F))
-** and, when BF16 matrices go by dot products, xb: T·max(E, F) BF16 activations (uint16). */
+** and, when matrices go by BF16 dot products, in a block of uint16:
+**   xb   T·max(E, F)  activations rounded to BF16
+**   wb   tile_bf16    rows of the Q8_0 matrix being multiplied, as BF16 (when there is one) */
 static int scratch_layout(struct sn_detector *d, struct sn_err *err)
 {
     const size_t T = (size_t)d->T, E = (size_t)d->h.n_embd, F = (size_t)d->h.n_ff;
@@ -284,12 +288,13 @@ static int scratch_layout(struct sn_detector *d, struct sn_err *err)
         return sn_err_set(err, SN_E_NOMEM, "detector: out of memory for %zu scratch floats "
                           "(max_tokens %zu); lower max_tokens", total, T);
     d->scratch_bytes = bytes;
-    if (d->bf16_dot) {
+    if (d->dot) {
         const size_t xn = T * (E > F ? E : F);
-        if (!(d->xb = sn_malloc(xn * sizeof *d->xb)))
+        if (!(d->xb = sn_malloc((xn + d->tile_bf16) * sizeof *d->xb)))
             return sn_err_set(err, SN_E_NOMEM, "detector: out of memory for %zu BF16 "
                               "activations (max_tokens %zu); lower max_tokens", xn, T);
-        d->scratch_bytes += xn * sizeof *d->xb;
+        d->wb = d->tile_bf16 ? d->xb + xn : NULL;
+        d->scratch_bytes += (xn + d->tile_bf16) * sizeof *d->xb;
     }
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
@@ -359,26 +364,27 @@ static int choose_kernels(struct sn_detector *d, const char *spec, const char *p
     if (*how && strcmp(how, "dot") && strcmp(how, "tile"))
         return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': '+%s' is neither +dot nor +tile",
                           path, spec, how);
-    d->bf16_hw = sn_kern_bf16_dot_hw(&d->cpu, d->isa);
-    d->bf16_dot = has_type(d, SN_GGML_BF16) && (*how ? !strcmp(how, "dot") : d->bf16_hw);
-    bool tiles = has_type(d, SN_GGML_F16) || has_type(d, SN_GGML_Q8_0) ||
-                 (has_type(d, SN_GGML_BF16) && !d->bf16_dot);
-    if (tiles) {
-        const size_t widest = (size_t)(d->h.n_embd > d->h.n_ff ? d->h.n_embd : d->h.n_ff);
-        d->tile_floats = TILE_FLOATS > TILE_MIN_ROWS * widest ? TILE_FLOATS
+    d->dot_hw = sn_kern_bf16_dot_hw(&d->cpu, d->isa);
+    const bool bf16 = has_type(d, SN_GGML_BF16), q8 = has_type(d, SN_GGML_Q8_0);
+    d->dot = (bf16 || q8) && (*how ? !strcmp(how, "dot") : d->dot_hw);
+    const size_t widest = (size_t)(d->h.n_embd > d->h.n_ff ? d->h.n_embd : d->h.n_ff);
+    const size_t tile = TILE_FLOATS > TILE_MIN_ROWS * widest ? TILE_FLOATS
                                                               : TILE_MIN_ROWS * widest;
-    }
+    if (has_type(d, SN_GGML_F16) || ((bf16 || q8) && !d->dot))
+        d->tile_floats = tile;
+    if (q8 && d->dot)
+        d->tile_bf16 = tile;
     char f[256];
     sn_kern_cpu_describe(&d->cpu, f, sizeof f);
     const char *isa_name = sn_kern_isa_name(d->isa);
-    char bf[96];
-    if (d->bf16_dot)
-        snprintf(bf, sizeof bf, "BF16 by dot products (%s)",
-                 d->bf16_hw ? "avx512_bf16 vdpbf16ps" : "portable");
+    if (d->dot)
+        snprintf(d->kernels, sizeof d->kernels, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; "
+                 "F16 by f32 tiles (%s conversion) + sgemm; BF16 and Q8_0 by BF16 dot products "
+                 "(%s; Q8_0 rows as BF16 tiles)", f, isa_name, isa_name,
+                 d->dot_hw ? "avx512_bf16 vdpbf16ps" : "portable");
     else
-        snprintf(bf, sizeof bf, "BF16 by f32 tiles");
-    snprintf(d->kernels, sizeof d->kernels, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; "
-             "F16, Q8_0 by f32 tiles (%s conversion) + sgemm; %s", f, isa_name, isa_name, bf);
+        snprintf(d->kernels, sizeof d->kernels, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; "
+                 "F16, BF16, Q8_0 by f32 tiles (%s conversion) + sgemm", f, isa_name, isa_name);
     return SN_OK;
 }
 
@@ -569,40 +575,53 @@ static void rmsnorm(float *y, const float *x, const float *w, int64_t n, int64_t
     }
 }
 
-/* BF16 dot products on n_threads threads: outputs split in blocks of 4 (kernels/bf16.c
-** computes each output whole, in a fixed order, so the split does not change any bit). At most
+/* BF16 dot products on n_threads threads, outputs split in blocks of 4: each thread converts
+** its rows of a Q8_0 tile to BF16 (into wb) and multiplies them. kernels/bf16.c computes each
+** output whole, in a fixed order, so the split does not change any bit. At most
 ** DOT_MAX_THREADS: the job table lives on the caller's stack. */
 #define DOT_MAX_THREADS 64
 struct dot_job {
     const struct sn_detector *d;
     const struct wmat *W;
     float *y;
-    int64_t ldy, n, o0, o1;
+    int64_t ldy, n, r0, o0, o1;   /* tile from row r0; this job's rows [o0, o1) */
     bool accumulate;
 };
 
 static void *dot_run(void *arg)
 {
     const struct dot_job *j = arg;
-    sn_kern_bf16_gemm(j->d->bf16_hw, j->d->xb, j->W->data, j->y, (size_t)j->ldy, (size_t)j->n,
-                      (size_t)j->W->in, (size_t)j->o0, (size_t)j->o1, j->accumulate);
+    const struct sn_detector *d = j->d;
+    const size_t in = (size_t)j->W->in, m = (size_t)(j->o1 - j->o0);
+    const uint16_t *rows;
+    if (m == 0)
+        return NULL;
+    if (j->W->type == SN_GGML_BF16) {
+        rows = (const uint16_t *)j->W->data + (size_t)j->o0 * in;
+    } else {
+        uint16_t *dst = d->wb + (size_t)(j->o0 - j->r0) * in;
+        sn_kern_rows_to_bf16(d->isa, j->W->type, j->W->data, in, (size_t)j->o0, (size_t)j->o1,
+                             dst);
+        rows = dst;
+    }
+    sn_kern_bf16_gemm(d->dot_hw, d->xb, rows, j->y + j->o0, (size_t)j->ldy, (size_t)j->n, in,
+                      0, m, j->accumulate);
     return NULL;
 }
 
-static void bf16_dots(const struct sn_detector *d, float *y, int64_t ldy, const float *x,
-                      const struct wmat *W, int64_t n, bool accumulate)
+/* Outputs [r0, r1) of y (n, out) by dot products, x already in d->xb. */
+static void dots(const struct sn_detector *d, float *y, int64_t ldy, const struct wmat *W,
+                 int64_t n, int64_t r0, int64_t r1, bool accumulate)
 {
-    sn_kern_to_bf16(d->isa, x, (size_t)(n * W->in), d->xb);
     struct dot_job jobs[DOT_MAX_THREADS];
     pthread_t tid[DOT_MAX_THREADS];
-    const int64_t blocks = (W->out + 3) / 4;
+    const int64_t blocks = (r1 - r0 + 3) / 4;
     int nt = d->n_threads < DOT_MAX_THREADS ? d->n_threads : DOT_MAX_THREADS;
     nt = nt < blocks ? nt : (int)blocks;
     nt = nt < 1 ? 1 : nt;
     for (int i = 0; i < nt; i++) {
-        int64_t b0 = blocks * i / nt, b1 = blocks * (i + 1) / nt;
-        jobs[i] = (struct dot_job){d, W, y, ldy, n, b0 * 4, b1 * 4 < W->out ? b1 * 4 : W->out,
-                                   accumulate};
+        int64_t a = r0 + blocks * i / nt * 4, b = r0 + blocks * (i + 1) / nt * 4;
+        jobs[i] = (struct dot_job){d, W, y, ldy, n, r0, a, b < r1 ? b : r1, accumulate};
     }
     int started = 1;
     for (; started < nt; started++)
@@ -616,9 +635,9 @@ static void bf16_dots(const struct sn_detector *d, float *y, int64_t ldy, const 
 }
 
 /* y (n, out) = x (n, in) Wᵀ (+ b) (+ y when accumulate): W is (out, in) row-major in its
-** file's type. F32 goes to the sgemm as it is; BF16 by dot products when chosen; any other
-** type a tile of whole rows at a time, converted to f32 into d->wt, then the sgemm on the
-** tile's columns of y. */
+** file's type. F32 goes to the sgemm as it is; BF16 and Q8_0 by BF16 dot products when chosen
+** (Q8_0 a tile of rows at a time); otherwise a tile of whole rows at a time, converted to f32
+** into d->wt, then the sgemm on the tile's columns of y. */
 static void linear(const struct sn_detector *d, float *y, int64_t ldy, const float *x,
                    const struct wmat *W, const float *b, int64_t n, bool accumulate)
 {
@@ -626,8 +645,12 @@ static void linear(const struct sn_detector *d, float *y, int64_t ldy, const flo
     if (W->type == SN_GGML_F32) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f,
                     x, (int)in, W->data, (int)in, accumulate ? 1.0f : 0.0f, y, (int)ldy);
-    } else if (W->type == SN_GGML_BF16 && d->bf16_dot) {
-        bf16_dots(d, y, ldy, x, W, n, accumulate);
+    } else if (d->dot && (W->type == SN_GGML_BF16 || W->type == SN_GGML_Q8_0)) {
+        sn_kern_to_bf16(d->isa, x, (size_t)(n * in), d->xb);
+        int64_t rows = W->type == SN_GGML_BF16 ? out : (int64_t)(d->tile_bf16 / (size_t)in);
+        rows = rows >= out ? out : rows / TILE_MIN_ROWS * TILE_MIN_ROWS;
+        for (int64_t r0 = 0; r0 < out; r0 += rows)
+            dots(d, y, ldy, W, n, r0, r0 + rows < out ? r0 + rows : out, accumulate);
     } else {
         int64_t rows = (int64_t)(d->tile_floats / (size_t)in);
         rows = rows >= out ? out : rows / TILE_MIN_ROWS * TILE_MIN_ROWS;

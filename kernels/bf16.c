@@ -197,6 +197,26 @@ static void to_bf16_avx512(const float *x, size_t n, uint16_t *xb)
 }
 #endif
 
+void sn_kern_rows_to_bf16(int isa, int type, const void *W, size_t in, size_t r0, size_t r1,
+                          uint16_t *dst)
+{
+    if (type == SN_KERN_BF16) {
+        const size_t rb = sn_kern_row_bytes(type, in);
+        memcpy(dst, (const uint8_t *)W + r0 * rb, (r1 - r0) * rb);
+        return;
+    }
+    float row[256];   /* a row at a time, in pieces of whole Q8_0 blocks */
+    const size_t rb = sn_kern_row_bytes(type, in), step = 256;
+    for (size_t r = r0; r < r1; r++, dst += in) {
+        const uint8_t *p = (const uint8_t *)W + r * rb;
+        for (size_t k = 0; k < in; k += step) {
+            const size_t m = in - k < step ? in - k : step;
+            sn_kern_rows_to_f32(isa, type, p + sn_kern_row_bytes(type, k), m, 0, 1, row);
+            sn_kern_to_bf16(isa, row, m, dst + k);
+        }
+    }
+}
+
 void sn_kern_to_bf16(int isa, const float *x, size_t n, uint16_t *xb)
 {
 #ifdef SN_KERN_X86

@@ -14,6 +14,10 @@
 **     dot product over the whole row in a fixed order, so the bits do not depend on how many
 **     threads share the work.
 **
+** Q8_0 (and BF16, as they are) also go to the dot kernels where the CPU has AVX512-BF16: a tile
+** of rows converted to BF16 (every q of a block is exact in BF16; d · q is rounded to 8
+** significant bits, below Q8_0's own step of d / 2 = max|x| / 254 relative to the block).
+**
 ** CPU features are read with cpuid (__builtin_cpu_supports); each vector function is compiled
 ** for its own target (__attribute__((target))), so the build needs no -march and a binary runs
 ** on any x86-64 (other architectures get the portable paths). No state: every function takes
@@ -57,6 +61,11 @@ bool sn_kern_all_finite(int type, const void *data, size_t n, size_t *bad);
 ** (which the CPU must support: sn_kern_isa_supported). Same bits for every ISA. */
 void sn_kern_rows_to_f32(int isa, int type, const void *W, size_t in, size_t r0, size_t r1,
                          float *dst);
+
+/* Rows [r0, r1) of W (type) rounded to BF16 into dst ((r1 - r0), in): the f32 values of
+** sn_kern_rows_to_f32, rounded to nearest even as sn_kern_to_bf16 does. Same bits for every ISA. */
+void sn_kern_rows_to_bf16(int isa, int type, const void *W, size_t in, size_t r0, size_t r1,
+                          uint16_t *dst);
 
 /* BF16 dot products (see the file comment). xb (n, in) is x rounded to BF16 by
 ** sn_kern_to_bf16 (same bits for every ISA); W (out, in) BF16; y (n, out) with row stride ldy;

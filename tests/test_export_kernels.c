@@ -2,14 +2,15 @@
 ** the kernels/ paths it chooses (docs/export.md "Weight formats and kernels"), without
 ** libtorch:
 **   1. kernels/ alone: every ISA this CPU runs converts F16 (subnormals included), BF16 and
-**      Q8_0 rows to the same f32 bits as the portable path and rounds f32 to BF16 alike; BF16
+**      Q8_0 rows to the same f32 bits as the portable path (and Q8_0 rows to the same BF16)
+**      and rounds f32 to BF16 alike; BF16
 **      dot products (portable, and vdpbf16ps where present) are within 1e-6 · Σ|x·w| of a
 **      double sum of the same BF16 values, on rows whose length is not a multiple of 32, and
 **      a split of the outputs (threads' shares) does not change a bit;
 **   2. a tiny random Qwen2 exported as F32, F16, BF16 and Q8_0: each file's rewards against
 **      the F32 file's within the format's bound (TOL below), under each kernel set forced in
-**      turn; the tile paths (conversion to f32 for the sgemm) give the same bits under every
-**      ISA;
+**      turn (BF16 and Q8_0 by BF16 dot products or by f32 tiles); the tile paths (conversion
+**      to f32 for the sgemm) give the same bits under every ISA;
 **   3. memory: opening a Q8_0, BF16, F16 or F32 detector allocates no copy of its matrices
 **      (the bytes asked of sn_malloc at open, less the declared scratch, are under a quarter
 **      of the matrices' f32 size; the weights stay in the file's memory map);
@@ -90,6 +91,18 @@ static void kernels_alone(const struct sn_kern_cpu *cpu)
                       "from the portable path", sn_kern_isa_name(isa), m[k].type);
         }
     }
+    /* Q8_0 rows as BF16 tiles: the f32 values rounded to nearest even, alike in every ISA */
+    uint16_t qb[ROWS * INQ], qb2[ROWS * INQ];
+    sn_kern_rows_to_f32(SN_KERN_PORTABLE, SN_KERN_Q8_0, q8, INQ, 0, ROWS, ref);
+    sn_kern_rows_to_bf16(SN_KERN_PORTABLE, SN_KERN_Q8_0, q8, INQ, 0, ROWS, qb);
+    for (int i = 0; i < ROWS * INQ; i++)
+        CHECK(qb[i] == sn_f32_to_bf16(ref[i]));
+    for (int isa = SN_KERN_AVX2; isa < SN_KERN_ISA_COUNT; isa++)
+        if (sn_kern_isa_supported(cpu, isa)) {
+            sn_kern_rows_to_bf16(isa, SN_KERN_Q8_0, q8, INQ, 0, ROWS, qb2);
+            CHECK_MSG(!memcmp(qb, qb2, sizeof qb), "%s: Q8_0 rows as BF16 differ",
+                      sn_kern_isa_name(isa));
+        }
     size_t bad = 0;
     CHECK(sn_kern_all_finite(SN_KERN_BF16, b16, ROWS * IN, &bad));
     b16[17] = 0x7f80;   /* +inf */
@@ -322,7 +335,7 @@ int main(int argc, char **argv)
         if (formats(ggs, types, specs[k], &s, r32, out))
             continue;
         for (int f = 0; f < 4; f++)
-            if (strstr(specs[k], "+tile") || types[f] != SN_GGML_BF16)
+            if (strstr(specs[k], "+tile") || (types[f] != SN_GGML_BF16 && types[f] != SN_GGML_Q8_0))
                 CHECK_MSG(!memcmp(out[f], tile_ref[f], sizeof out[f]), "%s %s: not the "
                           "portable tiles' bits", specs[k], sn_ggml_type_name(types[f]));
     }
