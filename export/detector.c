@@ -317,8 +317,9 @@ static int scratch_layout(struct sn_detector *d, struct sn_err *err)
 /* ---- kernels (docs/export.md "Weight formats and kernels") ----------------------------------
 ** spec (params.kernels, else the environment's SENTINEL_KERNELS, else "auto"): an ISA of
 ** kernels/ ("auto" = the widest this CPU runs, "portable", "avx2", "avx512"), optionally
-** followed by "+dot" or "+tile", how BF16 matrices are multiplied (default: dot products where
-** the CPU has AVX512-BF16, tiles otherwise). Asking for what the CPU lacks is an error. */
+** followed by "+dot" or "+tile", how BF16 and Q8_0 matrices are multiplied (default: BF16 dot
+** products where the CPU has AVX512-BF16, f32 tiles into the sgemm otherwise). Asking for what
+** the CPU lacks is an error. */
 static bool has_type(const struct sn_detector *d, int type)
 {
     if (d->emb.type == type)
@@ -333,8 +334,15 @@ static bool has_type(const struct sn_detector *d, int type)
     return false;
 }
 
-static int choose_kernels(struct sn_detector *d, const char *spec, const char *path,
-                          struct sn_err *err)
+/* What spec asks of this CPU, and the choice in words. */
+struct kplan {
+    struct sn_kern_cpu cpu;
+    int  isa;
+    bool dot, dot_hw;     /* BF16 and Q8_0 by BF16 dot products; in hardware */
+    char text[512];
+};
+
+static int plan(const char *spec, const char *path, struct kplan *k, struct sn_err *err)
 {
     if (!spec || !*spec)
         spec = getenv("SENTINEL_KERNELS");
@@ -350,23 +358,55 @@ static int choose_kernels(struct sn_detector *d, const char *spec, const char *p
     isa[n] = '\0';
     if (plus)
         memcpy(how, plus + 1, strlen(plus + 1) + 1);
-    sn_kern_cpu_detect(&d->cpu);
+    sn_kern_cpu_detect(&k->cpu);
+    char f[256];
+    sn_kern_cpu_describe(&k->cpu, f, sizeof f);
     if (!strcmp(isa, "auto")) {
-        d->isa = sn_kern_isa_best(&d->cpu);
-    } else if (sn_kern_isa_parse(isa, &d->isa, err)) {
+        k->isa = sn_kern_isa_best(&k->cpu);
+    } else if (sn_kern_isa_parse(isa, &k->isa, err)) {
         return sn_err_wrap(err, "%s: SENTINEL_KERNELS or the kernels parameter", path);
-    } else if (!sn_kern_isa_supported(&d->cpu, d->isa)) {
-        char f[256];
-        sn_kern_cpu_describe(&d->cpu, f, sizeof f);
+    } else if (!sn_kern_isa_supported(&k->cpu, k->isa)) {
         return sn_err_set(err, SN_E_UNSUPPORTED, "%s: kernels '%s': this CPU lacks them (it "
                           "has: %s)", path, isa, f);
     }
     if (*how && strcmp(how, "dot") && strcmp(how, "tile"))
         return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': '+%s' is neither +dot nor +tile",
                           path, spec, how);
-    d->dot_hw = sn_kern_bf16_dot_hw(&d->cpu, d->isa);
+    k->dot_hw = sn_kern_bf16_dot_hw(&k->cpu, k->isa);
+    k->dot = *how ? !strcmp(how, "dot") : k->dot_hw;
+    const char *in = sn_kern_isa_name(k->isa);
+    if (k->dot)
+        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; F16 by "
+                 "f32 tiles (%s conversion) + sgemm; BF16 and Q8_0 by BF16 dot products (%s; "
+                 "Q8_0 rows as BF16 tiles)", f, in, in,
+                 k->dot_hw ? "avx512_bf16 vdpbf16ps" : "portable");
+    else
+        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; F16, "
+                 "BF16, Q8_0 by f32 tiles (%s conversion) + sgemm", f, in, in);
+    return SN_OK;
+}
+
+int sn_detector_kernels_plan(const char *spec, char *out, size_t cap, struct sn_err *err)
+{
+    struct kplan k;
+    int rc = plan(spec, "detector", &k, err);
+    if (!rc)
+        snprintf(out, cap, "%s", k.text);
+    return rc;
+}
+
+static int choose_kernels(struct sn_detector *d, const char *spec, const char *path,
+                          struct sn_err *err)
+{
+    struct kplan k;
+    int rc = plan(spec, path, &k, err);
+    if (rc)
+        return rc;
+    d->cpu = k.cpu;
+    d->isa = k.isa;
+    d->dot_hw = k.dot_hw;
     const bool bf16 = has_type(d, SN_GGML_BF16), q8 = has_type(d, SN_GGML_Q8_0);
-    d->dot = (bf16 || q8) && (*how ? !strcmp(how, "dot") : d->dot_hw);
+    d->dot = (bf16 || q8) && k.dot;
     const size_t widest = (size_t)(d->h.n_embd > d->h.n_ff ? d->h.n_embd : d->h.n_ff);
     const size_t tile = TILE_FLOATS > TILE_MIN_ROWS * widest ? TILE_FLOATS
                                                               : TILE_MIN_ROWS * widest;
@@ -374,17 +414,7 @@ static int choose_kernels(struct sn_detector *d, const char *spec, const char *p
         d->tile_floats = tile;
     if (q8 && d->dot)
         d->tile_bf16 = tile;
-    char f[256];
-    sn_kern_cpu_describe(&d->cpu, f, sizeof f);
-    const char *isa_name = sn_kern_isa_name(d->isa);
-    if (d->dot)
-        snprintf(d->kernels, sizeof d->kernels, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; "
-                 "F16 by f32 tiles (%s conversion) + sgemm; BF16 and Q8_0 by BF16 dot products "
-                 "(%s; Q8_0 rows as BF16 tiles)", f, isa_name, isa_name,
-                 d->dot_hw ? "avx512_bf16 vdpbf16ps" : "portable");
-    else
-        snprintf(d->kernels, sizeof d->kernels, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; "
-                 "F16, BF16, Q8_0 by f32 tiles (%s conversion) + sgemm", f, isa_name, isa_name);
+    snprintf(d->kernels, sizeof d->kernels, "%s", k.text);
     return SN_OK;
 }
 
