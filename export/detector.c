@@ -53,7 +53,7 @@ struct wmat {
 };
 
 struct layer {
-    float *attn_norm, *bq, *bk, *bv, *ffn_norm;          /* f32 vectors */
+    const float *attn_norm, *bq, *bk, *bv, *ffn_norm;    /* f32 vectors */
     struct wmat wq, wk, wv, wo;                          /* wq (E, E), wk/wv (Ekv, E), wo (E, E) */
     struct wmat wg, wu, wd;                              /* wg/wu (F, E), wd (E, F) */
 };
@@ -74,7 +74,8 @@ struct sn_detector {
     struct sn_gguf *file;       /* the file, mapped read-only: the weights live in it */
     struct wmat emb;            /* (V, E) */
     struct layer *layers;
-    float   *out_norm, *head;   /* (E), (E) */
+    const float *out_norm;      /* (E) */
+    float   *head;              /* (E) */
     void   **owned;             /* weight buffers of our own (head, misaligned tensors) */
     size_t   n_owned;
     struct sn_kern_cpu cpu;
@@ -217,8 +218,8 @@ static int tensor(struct sn_detector *d, const char *name, bool optional,
 
 /* A 1-D tensor (norm weight, bias) as f32: in place when the file has it as F32, else
 ** converted into memory of d's (E or Ekv floats: small). */
-static int load_vec(struct sn_detector *d, const char *name, bool optional, float **out,
-                    struct sn_err *err)
+static int load_vec(struct sn_detector *d, const char *name, bool optional,
+                    const float **out, struct sn_err *err)
 {
     const struct sn_gguf_tensor *t;
     const void *p;
@@ -227,7 +228,7 @@ static int load_vec(struct sn_detector *d, const char *name, bool optional, floa
     if (rc || !p)
         return rc;
     if (t->type == SN_GGML_F32) {
-        *out = (float *)(uintptr_t)p;   /* read-only: the forward never writes weights */
+        *out = p;
         return SN_OK;
     }
     float *f = sn_malloc((size_t)t->n_elements * sizeof *f);
@@ -550,7 +551,7 @@ int sn_detector_open(const char *path, const struct sn_detector_params *p,
         goto fail_wrap;
     for (int64_t l = 0; l < L; l++) {
         struct layer *ly = &d->layers[l];
-        struct { const char *n; float **dst; bool opt; } v[] = {
+        struct { const char *n; const float **dst; bool opt; } v[] = {
             {"attn_norm.weight", &ly->attn_norm, false}, {"attn_q.bias", &ly->bq, true},
             {"attn_k.bias", &ly->bk, true},              {"attn_v.bias", &ly->bv, true},
             {"ffn_norm.weight", &ly->ffn_norm, false},

@@ -1,28 +1,47 @@
 /* kernels/cpu.c: which instruction sets this CPU offers, and the names of the kernels' ISAs
-** (kernels/kernels.h). cpuid through __builtin_cpu_supports, so the answer is the running
-** CPU's and not the build machine's. */
+** (kernels/kernels.h). Read with cpuid (the running CPU's answer, not the build machine's), and
+** counted only where the OS saves the vector registers (XCR0 through xgetbv): Intel SDM vol. 1
+** §13.3 and §15.2 ("Detection of AVX-512 ... support"). <cpuid.h> rather than
+** __builtin_cpu_supports, whose feature names differ between compilers and versions. */
 #include "kernels/kernels.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #define SN_KERN_X86 1
+
+static uint64_t xcr0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
 #endif
 
 void sn_kern_cpu_detect(struct sn_kern_cpu *cpu)
 {
     memset(cpu, 0, sizeof *cpu);
 #ifdef SN_KERN_X86
-    __builtin_cpu_init();
-    cpu->avx2 = __builtin_cpu_supports("avx2");
-    cpu->fma = __builtin_cpu_supports("fma");
-    cpu->f16c = __builtin_cpu_supports("f16c");
-    cpu->avx512f = __builtin_cpu_supports("avx512f");
-    cpu->avx512bw = __builtin_cpu_supports("avx512bw");
-    cpu->avx512vl = __builtin_cpu_supports("avx512vl");
-    cpu->avx512bf16 = __builtin_cpu_supports("avx512bf16");
-    cpu->avx512vnni = __builtin_cpu_supports("avx512vnni");
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))   /* OSXSAVE */
+        return;
+    const uint64_t x = xcr0();
+    const bool ymm = (x & 0x6) == 0x6, zmm = (x & 0xe6) == 0xe6;   /* SSE, AVX; + opmask, ZMM */
+    const bool avx = ymm && (c & (1u << 28));
+    cpu->fma = avx && (c & (1u << 12));
+    cpu->f16c = avx && (c & (1u << 29));
+    if (!avx || __get_cpuid_max(0, NULL) < 7)
+        return;
+    __cpuid_count(7, 0, a, b, c, d);
+    cpu->avx2 = b & (1u << 5);
+    cpu->avx512f = zmm && (b & (1u << 16));
+    cpu->avx512bw = cpu->avx512f && (b & (1u << 30));
+    cpu->avx512vl = cpu->avx512f && (b & (1u << 31));
+    cpu->avx512vnni = cpu->avx512f && (c & (1u << 11));
+    __cpuid_count(7, 1, a, b, c, d);
+    cpu->avx512bf16 = cpu->avx512f && (a & (1u << 5));
 #endif
 }
 
