@@ -154,27 +154,34 @@ BF16_TARGET static void block1x1(const uint16_t *x, const uint16_t *w, float *y,
     out1(y, hsum16(c), acc);
 }
 
-/* Rows of x go in panels that stay in the L2 cache (about 256 KiB) while every block of 4
-** outputs of [o0, o1) passes over them; a block of W (4 rows) stays in L1/L2. */
+/* Cache blocking: outputs in chunks of rows of W of about 512 KiB, and within a chunk, rows of
+** x in panels of about 256 KiB, so that both stay in the L2 cache while every block of 4
+** outputs of the chunk passes over the panel; W is read from memory once per call (it may be
+** a memory-mapped matrix far larger than any cache), x once per chunk. */
 BF16_TARGET static void gemm_avx512(const uint16_t *xb, const uint16_t *W, float *y, size_t ldy,
                                     size_t n, size_t in, size_t o0, size_t o1, bool acc)
 {
     size_t panel = ((size_t)256 << 10) / (2 * in + 1);
     panel = panel < 4 ? 4 : panel > 64 ? 64 : panel / 4 * 4;
-    for (size_t t0 = 0; t0 < n; t0 += panel) {
-        const size_t t1 = t0 + panel < n ? t0 + panel : n;
-        size_t o = o0;
-        for (; o + 4 <= o1; o += 4) {
-            const uint16_t *w = W + o * in;
-            size_t t = t0;
-            for (; t + 4 <= t1; t += 4)
-                block4x4(xb + t * in, w, y + t * ldy + o, ldy, in, acc);
-            for (; t < t1; t++)
-                block1x4(xb + t * in, w, y + t * ldy + o, in, acc);
+    size_t chunk = ((size_t)512 << 10) / (2 * in + 1);
+    chunk = chunk < 4 ? 4 : chunk / 4 * 4;
+    for (size_t c0 = o0; c0 < o1; c0 += chunk) {
+        const size_t c1 = c0 + chunk < o1 ? c0 + chunk : o1;
+        for (size_t t0 = 0; t0 < n; t0 += panel) {
+            const size_t t1 = t0 + panel < n ? t0 + panel : n;
+            size_t o = c0;
+            for (; o + 4 <= c1; o += 4) {
+                const uint16_t *w = W + o * in;
+                size_t t = t0;
+                for (; t + 4 <= t1; t += 4)
+                    block4x4(xb + t * in, w, y + t * ldy + o, ldy, in, acc);
+                for (; t < t1; t++)
+                    block1x4(xb + t * in, w, y + t * ldy + o, in, acc);
+            }
+            for (; o < c1; o++)
+                for (size_t t = t0; t < t1; t++)
+                    block1x1(xb + t * in, W + o * in, y + t * ldy + o, in, acc);
         }
-        for (; o < o1; o++)
-            for (size_t t = t0; t < t1; t++)
-                block1x1(xb + t * in, W + o * in, y + t * ldy + o, in, acc);
     }
 }
 
