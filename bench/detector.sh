@@ -77,7 +77,7 @@ done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # median of one RESULT key over the rounds' files matching a prefix
 med() {
-    for f in "$fo/$2"_*.txt; do sed -n "s/^RESULT $1=//p" "$f"; done | sort -g |
+    for f in "$fo/$2"_*.txt; do [ -f "$f" ] && sed -n "s/^RESULT $1=//p" "$f"; done | sort -g |
         awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
 }
 sed -n 's/^kernels: /kernels chosen: /p' "$fo/ours_q8_0_1.txt"
@@ -89,8 +89,8 @@ for t in f32 q8_0 bf16; do
         -v n="$rounds" 'BEGIN {
         printf "%-5s ours %.1f tokens/s (%.1f ms per layer per pair), AVX-512 off %.1f", t, o, ml, a
         if (l != "") printf "; llama.cpp %.1f: ours %.2fx, AVX-512 off %.2fx", l, o / l, a / l
-        printf "; peak RSS %.0f MB = %.2f x tensor bytes (%.0f MB) + scratch %.0f MB" \
-               " (medians of %d rounds)\n", rss, (rss - sc) / tb, tb, sc, n }'
+        printf "; peak RSS %.0f MB = %.2f x the tensor bytes (%.0f MB; target <= 1.15 x + " \
+               "scratch %.0f MB + 300 MB) (medians of %d rounds)\n", rss, rss / tb, tb, sc, n }'
 done
 # rewards of the quantized files against the F32 file's, and llama.cpp's against ours
 paste "$fo/rewards_f32.txt" "$fo/rewards_q8_0.txt" "$fo/rewards_bf16.txt" | awk '{
