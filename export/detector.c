@@ -42,7 +42,8 @@
 
 _Static_assert((int)SN_GGML_F32 == (int)SN_KERN_F32 && (int)SN_GGML_F16 == (int)SN_KERN_F16 &&
                (int)SN_GGML_Q8_0 == (int)SN_KERN_Q8_0 &&
-               (int)SN_GGML_BF16 == (int)SN_KERN_BF16 && SN_Q8_0_BLOCK == SN_KERN_Q8_0_BLOCK, "kernels/ numbers ggml's types as export/");
+               (int)SN_GGML_BF16 == (int)SN_KERN_BF16 && SN_Q8_0_BLOCK == SN_KERN_Q8_0_BLOCK,
+               "kernels/ numbers ggml's types as export/");
 
 /* A matrix W (out, in) in its file's type: borrowed from the memory map, or owned when the
 ** file left it misaligned for its element type. */
