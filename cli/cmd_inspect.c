@@ -672,6 +672,14 @@ static int inspect_gguf(const char *path, const struct opts *o)
         printf("scoring:    template %s, max_len %" PRIu64 ", head %s, tokenizer sha256 %s\n",
                tmpl, max_len, sn_gguf_find(g, SN_GGUF_KEY_HEAD) >= 0 ? "sentinel.score.weight"
                                                                     : "none", hash);
+        if (strcmp(gtype, "adapter")) {   /* what `sentinel score --detector` would run here */
+            char kern[512];
+            if (sn_detector_kernels_plan(NULL, kern, sizeof kern, &err) == SN_OK)
+                printf("kernels:    %s\n", kern);
+            else
+                printf("kernels:    %s\n", err.msg);
+            sn_err_clear(&err);
+        }
         printf("\nkeys:\n");
         for (size_t i = 0; !rc && i < sn_gguf_n_kv(g); i++) {
             sn_buf_reset(&b);

@@ -18,7 +18,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: sentinel score --detector D.gguf [--ids | --jsonl FILE |\n"
         "                      --context FILE --response FILE] [--threads N] [--max-tokens N]\n"
-        "                      [--exact]\n"
+        "                      [--exact] [--kernels SPEC] [--verbose]\n"
         "\n"
         "Scores with the runtime detector (a GGUF written by `sentinel export`; pure C +\n"
         "OpenBLAS, no libtorch) and prints one reward per line (%%.6f), in input order.\n"
@@ -41,6 +41,11 @@ static void usage(FILE *f)
         "  --exact              print rewards with 9 significant digits (%%.9g), the float\n"
         "                       exactly, to compare runs bit for bit\n"
         "  --max-tokens N       longest sequence (default: the GGUF's sentinel.max_len)\n"
+        "  --kernels SPEC       auto, portable, avx2 or avx512, optionally +dot or +tile (how\n"
+        "                       BF16 and Q8_0 matrices are multiplied); default: the\n"
+        "                       environment's SENTINEL_KERNELS, else auto (docs/export.md\n"
+        "                       \"Weight formats and kernels\")\n"
+        "  --verbose            print the kernels and threads chosen to stderr\n"
         "  -h, --help           this help\n"
         "Errors name the input line. Exit status: 0 ok, 1 failure, 2 usage error.\n");
 }
@@ -211,10 +216,11 @@ int sn_cmd_score_detector(int argc, char **argv)
         {"jsonl", required_argument, NULL, 'j'},     {"context", required_argument, NULL, 'c'},
         {"response", required_argument, NULL, 'r'},  {"threads", required_argument, NULL, 't'},
         {"max-tokens", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
-        {"exact", no_argument, NULL, 'x'},            {NULL, 0, NULL, 0},
+        {"exact", no_argument, NULL, 'x'},            {"kernels", required_argument, NULL, 'k'},
+        {"verbose", no_argument, NULL, 'v'},          {NULL, 0, NULL, 0},
     };
     const char *det = NULL, *jsonl = NULL, *cfile = NULL, *rfile = NULL;
-    bool ids = false, exact = false;
+    bool ids = false, exact = false, verbose = false;
     struct sn_detector_params dp = sn_detector_default_params();
     optind = 1;
     opterr = 0;
@@ -231,6 +237,8 @@ int sn_cmd_score_detector(int argc, char **argv)
         case 'c': cfile = optarg; break;
         case 'r': rfile = optarg; break;
         case 'x': exact = true; break;
+        case 'k': dp.kernels = optarg; break;
+        case 'v': verbose = true; break;
         case 't':
         case 'm':
             v = strtol(optarg, &end, 10);
@@ -259,6 +267,9 @@ int sn_cmd_score_detector(int argc, char **argv)
     struct sn_err err = {0};
     struct sn_detector *d = NULL;
     int rc = sn_detector_open(det, &dp, &d, &err);
+    if (!rc && verbose)
+        fprintf(stderr, "sentinel: %s: %d threads; %s\n", det, sn_detector_n_threads(d),
+                sn_detector_kernels(d));
     struct sn_cli_pair_scorer sc = {detector_pair, detector_shared, d, exact};
     if (!rc && cfile) {
         rc = sn_cli_score_pair_files(cfile, rfile, &sc, &err);

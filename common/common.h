@@ -71,6 +71,11 @@ char *sn_strdup(const char *s);
 char *sn_strndup(const char *s, size_t n);
 void  sn_free(void *p);
 void  sn_alloc_fail_after(uint64_t n);
+/* Bytes asked of sn_malloc/sn_calloc/sn_realloc since the process started (a realloc counts
+** its new size): a test hook to check what an operation allocates, e.g. that opening a
+** quantized detector makes no f32 copy of its weights. Not synchronised: read it in tests that
+** allocate from one thread. */
+uint64_t sn_alloc_bytes(void);
 /* a * b without overflow: returns false (and leaves *out alone) when it would wrap. */
 bool sn_mul_ok(size_t a, size_t b, size_t *out);
 

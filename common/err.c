@@ -95,6 +95,7 @@ void sn_log(enum sn_log_level level, const char *fmt, ...)
 
 static uint64_t alloc_fail_at;  /* 0 = never; test hook (docs/design.md §7) */
 static uint64_t alloc_count;
+static uint64_t alloc_bytes;    /* bytes asked for since start; test hook (sn_alloc_bytes) */
 
 void sn_alloc_fail_after(uint64_t n)
 {
@@ -109,9 +110,23 @@ static bool alloc_should_fail(void)
     return ++alloc_count >= alloc_fail_at;
 }
 
-void *sn_malloc(size_t n) { return alloc_should_fail() ? NULL : malloc(n ? n : 1); }
-void *sn_calloc(size_t c, size_t s) { return alloc_should_fail() ? NULL : calloc(c ? c : 1, s ? s : 1); }
-void *sn_realloc(void *p, size_t n) { return alloc_should_fail() ? NULL : realloc(p, n ? n : 1); }
+uint64_t sn_alloc_bytes(void) { return alloc_bytes; }
+
+void *sn_malloc(size_t n)
+{
+    alloc_bytes += n;
+    return alloc_should_fail() ? NULL : malloc(n ? n : 1);
+}
+void *sn_calloc(size_t c, size_t s)
+{
+    alloc_bytes += (uint64_t)c * s;
+    return alloc_should_fail() ? NULL : calloc(c ? c : 1, s ? s : 1);
+}
+void *sn_realloc(void *p, size_t n)
+{
+    alloc_bytes += n;
+    return alloc_should_fail() ? NULL : realloc(p, n ? n : 1);
+}
 void  sn_free(void *p) { free(p); }
 
 char *sn_strndup(const char *s, size_t n)

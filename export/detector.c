@@ -1,7 +1,13 @@
 /* export/detector.c: the runtime detector (export.h): R(response ⊕ context) from a qwen2 GGUF,
-** pure C + OpenBLAS (docs/design.md §3, §4 "Reward model").
+** pure C + OpenBLAS + kernels/ (docs/design.md §3, §4 "Reward model").
 **
-** Forward (Hugging Face Qwen2Model, the same math as train/model.c), f32 throughout:
+** Weights stay in the file's type, in the file's memory map (read-only, shared with every
+** process that maps the same file): F32 matrices go to OpenBLAS's sgemm as they are; F16, BF16
+** and Q8_0 matrices are multiplied through kernels/ (tiles converted to f32 for the sgemm, or
+** BF16 dot products), chosen at open from the CPU's features (docs/export.md "Weight formats
+** and kernels"). Activations, norms, RoPE, attention and the head are f32.
+**
+** Forward (Hugging Face Qwen2Model, the same math as train/model.c):
 **   x = token_embd[ids]
 **   per layer: a = RMSNorm(x) ⊙ attn_norm;  q = a Wqᵀ + bq,  k = a Wkᵀ + bk,  v = a Wvᵀ + bv;
 **              RoPE (rotate-half, NEOX in llama.cpp's words) on q and k at absolute positions;
@@ -20,6 +26,7 @@
 #define _GNU_SOURCE
 #include "export/export_internal.h"
 
+#include "kernels/kernels.h"
 #include "tokenizer/template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -27,15 +34,36 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-struct layer {
-    float *attn_norm, *wq, *bq, *wk, *bk, *wv, *bv, *wo; /* wq (E, E), wk/wv (Ekv, E), wo (E, E) */
-    float *ffn_norm, *wg, *wu, *wd;                       /* wg/wu (F, E), wd (E, F) */
+_Static_assert((int)SN_GGML_F32 == (int)SN_KERN_F32 && (int)SN_GGML_F16 == (int)SN_KERN_F16 &&
+               (int)SN_GGML_Q8_0 == (int)SN_KERN_Q8_0 &&
+               (int)SN_GGML_BF16 == (int)SN_KERN_BF16 && SN_Q8_0_BLOCK == SN_KERN_Q8_0_BLOCK,
+               "kernels/ numbers ggml's types as export/");
+
+/* A matrix W (out, in) in its file's type: borrowed from the memory map, or owned when the
+** file left it misaligned for its element type. */
+struct wmat {
+    int         type;      /* enum sn_ggml_type */
+    const void *data;
+    int64_t     out, in;
 };
+
+struct layer {
+    const float *attn_norm, *bq, *bk, *bv, *ffn_norm;    /* f32 vectors */
+    struct wmat wq, wk, wv, wo;                          /* wq (E, E), wk/wv (Ekv, E), wo (E, E) */
+    struct wmat wg, wu, wd;                              /* wg/wu (F, E), wd (E, F) */
+};
+
+/* Floats of the f32 tile that F16/Q8_0 matrices (and BF16 ones without dot products) are
+** converted into, a block of whole rows at a time (8 MiB: the rows of a tile are many enough
+** for the sgemm to run near its peak, and the conversion is ~1/n of the product's work). */
+#define TILE_FLOATS ((size_t)2 << 20)
+#define TILE_MIN_ROWS 16
 
 struct sn_detector {
     struct sn_qwen2_hparams h;
@@ -44,13 +72,25 @@ struct sn_detector {
     struct sn_tokenizer *tok;
     char    *system;
     size_t   max_len;           /* the template's truncation length (<= T) */
-    float   *emb;               /* (V, E) */
+    struct sn_gguf *file;       /* the file, mapped read-only: the weights live in it */
+    struct wmat emb;            /* (V, E) */
     struct layer *layers;
-    float   *out_norm, *head;   /* (E), (E) */
-    float  **owned;             /* every weight buffer, freed at close */
+    const float *out_norm;      /* (E) */
+    float   *head;              /* (E) */
+    void   **owned;             /* weight buffers of our own (head, misaligned tensors) */
     size_t   n_owned;
+    struct sn_kern_cpu cpu;
+    int      isa;               /* kernels/ ISA of conversions (and of BF16 dot products) */
+    bool     dot;               /* BF16 and Q8_0 matrices by BF16 dot products, else f32 tiles */
+    bool     dot_hw;            /* ... with vdpbf16ps */
+    size_t   tile_floats;       /* size of wt (0: no matrix goes by f32 tiles) */
+    size_t   tile_bf16;         /* size of wb (0: no Q8_0 matrix goes by BF16 dot products) */
+    size_t   scratch_bytes;
     float   *scratch;
-    float   *x, *a, *q, *att, *g, *u, *s, *kc, *vc, *rc, *rs, *hid;
+    float   *x, *a, *q, *att, *g, *u, *s, *kc, *vc, *rc, *rs, *hid, *wt;
+    uint16_t *xb;               /* (T, max(E, F)) activations as BF16, for dot products */
+    uint16_t *wb;               /* tile_bf16: rows of a Q8_0 matrix as BF16 */
+    char     kernels[512];      /* the choice, in words (sn_detector_kernels) */
     struct sn_ids ids;
 };
 
@@ -134,35 +174,84 @@ void sn_detector_free(struct sn_detector *d)
     sn_free(d->owned);
     sn_free(d->layers);
     sn_free(d->scratch);
+    sn_free(d->xb);
+    sn_gguf_close(d->file);
     sn_free(d->system);
     sn_ids_free(&d->ids);
     sn_tokenizer_free(d->tok);
     sn_free(d);
 }
 
-/* A tensor of the file as f32 (converted from F16/BF16), owned by d. Shapes were checked by
-** the reader against the hyper-parameters; optional tensors may be absent (*out = NULL). */
-static int load(struct sn_detector *d, const struct sn_gguf *g, const char *name, bool optional,
-                float **out, struct sn_err *err)
+/* Element alignment a tensor's data needs where we read it in place (uint16_t, float). */
+static size_t elem_align(int type)
+{
+    return type == SN_GGML_F32 ? 4 : type == SN_GGML_Q8_0 ? 1 : 2;
+}
+
+/* A tensor of the file, checked finite, in its own type: in place in the memory map when its
+** bytes are aligned for the type (always, with GGUF's default general.alignment of 32), else
+** copied into memory of d's. Shapes were checked by the reader against the hyper-parameters;
+** optional tensors may be absent (*out = NULL). */
+static int tensor(struct sn_detector *d, const char *name, bool optional,
+                  const struct sn_gguf_tensor **tt, const void **out, struct sn_err *err)
 {
     *out = NULL;
-    const struct sn_gguf_tensor *t = sn_gguf_find_tensor(g, name);
+    const struct sn_gguf_tensor *t = sn_gguf_find_tensor(d->file, name);
+    *tt = t;
     if (!t)
         return optional ? SN_OK : sn_err_set(err, SN_E_FORMAT, "missing tensor '%s'", name);
-    size_t n;
-    if (!sn_mul_ok((size_t)t->n_elements, sizeof(float), &n))
-        return sn_err_set(err, SN_E_NOMEM, "tensor '%s' is too large", name);
-    float *f = sn_malloc(n + 1);
+    size_t bad;
+    if (!sn_kern_all_finite(t->type, t->data, (size_t)t->n_elements, &bad))
+        return sn_err_set(err, SN_E_FORMAT, "tensor '%s': element %zu is not finite", name, bad);
+    if ((uintptr_t)t->data % elem_align(t->type) == 0) {
+        *out = t->data;
+        return SN_OK;
+    }
+    void *copy = sn_malloc((size_t)t->nbytes + 1);
+    if (!copy)
+        return sn_err_set(err, SN_E_NOMEM, "out of memory for tensor '%s' (%" PRIu64 " bytes)",
+                          name, t->nbytes);
+    memcpy(copy, t->data, (size_t)t->nbytes);
+    d->owned[d->n_owned++] = copy;
+    *out = copy;
+    return SN_OK;
+}
+
+/* A 1-D tensor (norm weight, bias) as f32: in place when the file has it as F32, else
+** converted into memory of d's (E or Ekv floats: small). */
+static int load_vec(struct sn_detector *d, const char *name, bool optional,
+                    const float **out, struct sn_err *err)
+{
+    const struct sn_gguf_tensor *t;
+    const void *p;
+    *out = NULL;
+    int rc = tensor(d, name, optional, &t, &p, err);
+    if (rc || !p)
+        return rc;
+    if (t->type == SN_GGML_F32) {
+        *out = p;
+        return SN_OK;
+    }
+    float *f = sn_malloc((size_t)t->n_elements * sizeof *f);
     if (!f)
-        return sn_err_set(err, SN_E_NOMEM, "out of memory for tensor '%s' (%zu bytes)", name, n);
+        return sn_err_set(err, SN_E_NOMEM, "out of memory for tensor '%s'", name);
     d->owned[d->n_owned++] = f;
+    sn_kern_rows_to_f32(SN_KERN_PORTABLE, t->type, p, (size_t)t->n_elements, 0, 1, f);
     *out = f;
-    int rc = sn_gguf_tensor_to_f32(t, f, err);
-    for (uint64_t i = 0; !rc && i < t->n_elements; i++)
-        if (!isfinite(f[i]))
-            rc = sn_err_set(err, SN_E_FORMAT, "tensor '%s': element %" PRIu64 " is not finite",
-                            name, i);
-    return rc;
+    return SN_OK;
+}
+
+/* A matrix (ne {in, out}) in its file's type. */
+static int load_mat(struct sn_detector *d, const char *name, struct wmat *w, struct sn_err *err)
+{
+    const struct sn_gguf_tensor *t;
+    int rc = tensor(d, name, false, &t, &w->data, err);
+    if (rc)
+        return rc;
+    w->type = t->type;
+    w->in = (int64_t)t->ne[0];
+    w->out = (int64_t)t->ne[1];
+    return SN_OK;
 }
 
 /* Scratch: one block, carved in this order (T = max tokens).
@@ -177,16 +266,21 @@ static int load(struct sn_detector *d, const struct sn_gguf *g, const char *name
 **   vc   L·T·Ekv   value cache (L, T, Hkv, Dh)
 **   rc   T·Dh/2    RoPE cos (T, Dh/2)
 **   rs   T·Dh/2    RoPE sin (T, Dh/2)
-**   hid  E         final-norm state of the last token */
+**   hid  E         final-norm state of the last token
+**   wt   tile      f32 rows of the matrix being multiplied (tile_floats: 0 when every matrix
+**                  is F32 or BF16 by dot products, else max(TILE_FLOATS, 16 rows of F))
+** and, when matrices go by BF16 dot products, in a block of uint16:
+**   xb   T·max(E, F)  activations rounded to BF16
+**   wb   tile_bf16    rows of the Q8_0 matrix being multiplied, as BF16 (when there is one) */
 static int scratch_layout(struct sn_detector *d, struct sn_err *err)
 {
     const size_t T = (size_t)d->T, E = (size_t)d->h.n_embd, F = (size_t)d->h.n_ff;
     const size_t L = (size_t)d->h.n_layer, Ekv = (size_t)(d->h.n_head_kv * d->h.head_dim);
     const size_t half = (size_t)d->h.head_dim / 2;
     const size_t sizes[] = {T * E, T * E, T * E, T * E, T * F, T * F, T * T, L * T * Ekv,
-                            L * T * Ekv, T * half, T * half, E};
+                            L * T * Ekv, T * half, T * half, E, d->tile_floats};
     float **ptrs[] = {&d->x, &d->a, &d->q, &d->att, &d->g, &d->u, &d->s, &d->kc, &d->vc,
-                      &d->rc, &d->rs, &d->hid};
+                      &d->rc, &d->rs, &d->hid, &d->wt};
     _Static_assert(sizeof sizes / sizeof *sizes == sizeof ptrs / sizeof *ptrs, "scratch table");
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
@@ -195,6 +289,15 @@ static int scratch_layout(struct sn_detector *d, struct sn_err *err)
     if (!sn_mul_ok(total, sizeof(float), &bytes) || !(d->scratch = sn_malloc(bytes)))
         return sn_err_set(err, SN_E_NOMEM, "detector: out of memory for %zu scratch floats "
                           "(max_tokens %zu); lower max_tokens", total, T);
+    d->scratch_bytes = bytes;
+    if (d->dot) {
+        const size_t xn = T * (E > F ? E : F);
+        if (!(d->xb = sn_malloc((xn + d->tile_bf16) * sizeof *d->xb)))
+            return sn_err_set(err, SN_E_NOMEM, "detector: out of memory for %zu BF16 "
+                              "activations (max_tokens %zu); lower max_tokens", xn, T);
+        d->wb = d->tile_bf16 ? d->xb + xn : NULL;
+        d->scratch_bytes += (xn + d->tile_bf16) * sizeof *d->xb;
+    }
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         *ptrs[i] = d->scratch + off;
@@ -212,6 +315,113 @@ static int scratch_layout(struct sn_detector *d, struct sn_err *err)
     }
     return SN_OK;
 }
+
+/* ---- kernels (docs/export.md "Weight formats and kernels") ----------------------------------
+** spec (params.kernels, else the environment's SENTINEL_KERNELS, else "auto"): an ISA of
+** kernels/ ("auto" = the widest this CPU runs, "portable", "avx2", "avx512"), optionally
+** followed by "+dot" or "+tile", how BF16 and Q8_0 matrices are multiplied (default: BF16 dot
+** products where the CPU has AVX512-BF16, f32 tiles into the sgemm otherwise). Asking for what
+** the CPU lacks is an error. */
+static bool has_type(const struct sn_detector *d, int type)
+{
+    if (d->emb.type == type)
+        return true;
+    for (int64_t l = 0; l < d->h.n_layer; l++) {
+        const struct layer *ly = &d->layers[l];
+        const struct wmat *m[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->wg, &ly->wu, &ly->wd};
+        for (size_t k = 0; k < sizeof m / sizeof *m; k++)
+            if (m[k]->type == type)
+                return true;
+    }
+    return false;
+}
+
+/* What spec asks of this CPU, and the choice in words. */
+struct kplan {
+    struct sn_kern_cpu cpu;
+    int  isa;
+    bool dot, dot_hw;     /* BF16 and Q8_0 by BF16 dot products; in hardware */
+    char text[512];
+};
+
+static int plan(const char *spec, const char *path, struct kplan *k, struct sn_err *err)
+{
+    if (!spec || !*spec)
+        spec = getenv("SENTINEL_KERNELS");
+    if (!spec || !*spec)
+        spec = "auto";
+    char isa[32], how[8] = "";
+    const char *plus = strchr(spec, '+');
+    size_t n = plus ? (size_t)(plus - spec) : strlen(spec);
+    if (n >= sizeof isa || (plus && strlen(plus + 1) >= sizeof how))
+        return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': expected auto, portable, avx2 or "
+                          "avx512, optionally with +dot or +tile", path, spec);
+    memcpy(isa, spec, n);
+    isa[n] = '\0';
+    if (plus)
+        memcpy(how, plus + 1, strlen(plus + 1) + 1);
+    sn_kern_cpu_detect(&k->cpu);
+    char f[256];
+    sn_kern_cpu_describe(&k->cpu, f, sizeof f);
+    if (!strcmp(isa, "auto")) {
+        k->isa = sn_kern_isa_best(&k->cpu);
+    } else if (sn_kern_isa_parse(isa, &k->isa, err)) {
+        return sn_err_wrap(err, "%s: SENTINEL_KERNELS or the kernels parameter", path);
+    } else if (!sn_kern_isa_supported(&k->cpu, k->isa)) {
+        return sn_err_set(err, SN_E_UNSUPPORTED, "%s: kernels '%s': this CPU lacks them (it "
+                          "has: %s)", path, isa, f);
+    }
+    if (*how && strcmp(how, "dot") && strcmp(how, "tile"))
+        return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': '+%s' is neither +dot nor +tile",
+                          path, spec, how);
+    k->dot_hw = sn_kern_bf16_dot_hw(&k->cpu, k->isa);
+    k->dot = *how ? !strcmp(how, "dot") : k->dot_hw;
+    const char *in = sn_kern_isa_name(k->isa);
+    if (k->dot)
+        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; F16 by "
+                 "f32 tiles (%s conversion) + sgemm; BF16 and Q8_0 by BF16 dot products (%s; "
+                 "Q8_0 rows as BF16 tiles)", f, in, in,
+                 k->dot_hw ? "avx512_bf16 vdpbf16ps" : "portable");
+    else
+        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; F16, "
+                 "BF16, Q8_0 by f32 tiles (%s conversion) + sgemm", f, in, in);
+    return SN_OK;
+}
+
+int sn_detector_kernels_plan(const char *spec, char *out, size_t cap, struct sn_err *err)
+{
+    struct kplan k;
+    int rc = plan(spec, "detector", &k, err);
+    if (!rc)
+        snprintf(out, cap, "%s", k.text);
+    return rc;
+}
+
+static int choose_kernels(struct sn_detector *d, const char *spec, const char *path,
+                          struct sn_err *err)
+{
+    struct kplan k;
+    int rc = plan(spec, path, &k, err);
+    if (rc)
+        return rc;
+    d->cpu = k.cpu;
+    d->isa = k.isa;
+    d->dot_hw = k.dot_hw;
+    const bool bf16 = has_type(d, SN_GGML_BF16), q8 = has_type(d, SN_GGML_Q8_0);
+    d->dot = (bf16 || q8) && k.dot;
+    const size_t widest = (size_t)(d->h.n_embd > d->h.n_ff ? d->h.n_embd : d->h.n_ff);
+    const size_t tile = TILE_FLOATS > TILE_MIN_ROWS * widest ? TILE_FLOATS
+                                                              : TILE_MIN_ROWS * widest;
+    if (has_type(d, SN_GGML_F16) || ((bf16 || q8) && !d->dot))
+        d->tile_floats = tile;
+    if (q8 && d->dot)
+        d->tile_bf16 = tile;
+    snprintf(d->kernels, sizeof d->kernels, "%s", k.text);
+    return SN_OK;
+}
+
+const char *sn_detector_kernels(const struct sn_detector *d) { return d->kernels; }
+size_t sn_detector_scratch_bytes(const struct sn_detector *d) { return d->scratch_bytes; }
 
 static int tokenizer_from(const struct sn_gguf *g, struct sn_tokenizer **out, struct sn_err *err)
 {
@@ -273,9 +483,10 @@ int sn_detector_open(const char *path, const struct sn_detector_params *p,
     const char *arch = NULL, *system = NULL, *tmpl = NULL;
     uint64_t max_len = 0;
     if (!d) {
-        rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
-        goto fail;
+        sn_gguf_close(g);
+        return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
     }
+    d->file = g;   /* closed with d */
     if ((rc = sn_gguf_get_str(g, "general.architecture", true, NULL, &arch, err)))
         goto fail;
     if (strcmp(arch, "qwen2")) {
@@ -323,7 +534,7 @@ int sn_detector_open(const char *path, const struct sn_detector_params *p,
         goto fail;
     }
     const int64_t L = d->h.n_layer;
-    d->owned = sn_calloc((size_t)(L * 12 + 4), sizeof *d->owned);
+    d->owned = sn_calloc(sn_gguf_n_tensors(g) + 2, sizeof *d->owned);
     d->layers = sn_calloc((size_t)L, sizeof *d->layers);
     d->head = sn_malloc((size_t)d->h.n_embd * sizeof *d->head);
     if (!d->owned || !d->layers || !d->head) {
@@ -336,40 +547,46 @@ int sn_detector_open(const char *path, const struct sn_detector_params *p,
     if ((rc = sn_gguf_get_arr_f32(g, SN_GGUF_KEY_HEAD, &hv, &hn, err)))
         goto fail;
     memcpy(d->head, hv, hn * sizeof *hv);  /* hn == E: checked by the reader */
-    if ((rc = load(d, g, "token_embd.weight", false, &d->emb, err)) ||
-        (rc = load(d, g, "output_norm.weight", false, &d->out_norm, err)))
+    if ((rc = load_mat(d, "token_embd.weight", &d->emb, err)) ||
+        (rc = load_vec(d, "output_norm.weight", false, &d->out_norm, err)))
         goto fail_wrap;
     for (int64_t l = 0; l < L; l++) {
         struct layer *ly = &d->layers[l];
-        struct { const char *n; float **dst; bool opt; } t[] = {
-            {"attn_norm.weight", &ly->attn_norm, false}, {"attn_q.weight", &ly->wq, false},
-            {"attn_q.bias", &ly->bq, true},              {"attn_k.weight", &ly->wk, false},
-            {"attn_k.bias", &ly->bk, true},              {"attn_v.weight", &ly->wv, false},
-            {"attn_v.bias", &ly->bv, true},              {"attn_output.weight", &ly->wo, false},
-            {"ffn_norm.weight", &ly->ffn_norm, false},   {"ffn_gate.weight", &ly->wg, false},
-            {"ffn_up.weight", &ly->wu, false},           {"ffn_down.weight", &ly->wd, false},
+        struct { const char *n; const float **dst; bool opt; } v[] = {
+            {"attn_norm.weight", &ly->attn_norm, false}, {"attn_q.bias", &ly->bq, true},
+            {"attn_k.bias", &ly->bk, true},              {"attn_v.bias", &ly->bv, true},
+            {"ffn_norm.weight", &ly->ffn_norm, false},
         };
-        for (size_t k = 0; k < sizeof t / sizeof *t; k++) {
-            char nm[96];
-            snprintf(nm, sizeof nm, "blk.%" PRId64 ".%s", l, t[k].n);
-            if ((rc = load(d, g, nm, t[k].opt, t[k].dst, err)))
+        struct { const char *n; struct wmat *dst; } m[] = {
+            {"attn_q.weight", &ly->wq},   {"attn_k.weight", &ly->wk},
+            {"attn_v.weight", &ly->wv},   {"attn_output.weight", &ly->wo},
+            {"ffn_gate.weight", &ly->wg}, {"ffn_up.weight", &ly->wu},
+            {"ffn_down.weight", &ly->wd},
+        };
+        char nm[96];
+        for (size_t k = 0; k < sizeof v / sizeof *v; k++) {
+            snprintf(nm, sizeof nm, "blk.%" PRId64 ".%s", l, v[k].n);
+            if ((rc = load_vec(d, nm, v[k].opt, v[k].dst, err)))
+                goto fail_wrap;
+        }
+        for (size_t k = 0; k < sizeof m / sizeof *m; k++) {
+            snprintf(nm, sizeof nm, "blk.%" PRId64 ".%s", l, m[k].n);
+            if ((rc = load_mat(d, nm, m[k].dst, err)))
                 goto fail_wrap;
         }
     }
-    if ((rc = scratch_layout(d, err)))
+    if ((rc = choose_kernels(d, dp.kernels, path, err)) || (rc = scratch_layout(d, err)))
         goto fail;
     d->n_threads = dp.n_threads > 0 ? dp.n_threads : default_threads();
     use_threads(d);
     d->n_threads = openblas_get_num_threads();  /* what OpenBLAS took (it caps the count) */
     check_blas_origin(path);
-    sn_gguf_close(g);
     *out = d;
     return SN_OK;
 fail_wrap:
     sn_err_wrap(err, "%s", path);
 fail:
     sn_detector_free(d);
-    sn_gguf_close(g);
     return rc;
 }
 
@@ -390,12 +607,94 @@ static void rmsnorm(float *y, const float *x, const float *w, int64_t n, int64_t
     }
 }
 
-/* y (n, out) = x (n, in) Wᵀ (+ b) (+ y when accumulate): W is (out, in) row-major. */
-static void linear(float *y, int64_t ldy, const float *x, const float *W, const float *b,
-                   int64_t n, int64_t in, int64_t out, bool accumulate)
+/* BF16 dot products on n_threads threads, outputs split in blocks of 4: each thread converts
+** its rows of a Q8_0 tile to BF16 (into wb) and multiplies them. kernels/bf16.c computes each
+** output whole, in a fixed order, so the split does not change any bit. At most
+** DOT_MAX_THREADS: the job table lives on the caller's stack. */
+#define DOT_MAX_THREADS 64
+struct dot_job {
+    const struct sn_detector *d;
+    const struct wmat *W;
+    float *y;
+    int64_t ldy, n, r0, o0, o1;   /* tile from row r0; this job's rows [o0, o1) */
+    bool accumulate;
+};
+
+static void *dot_run(void *arg)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f, x,
-                (int)in, W, (int)in, accumulate ? 1.0f : 0.0f, y, (int)ldy);
+    const struct dot_job *j = arg;
+    const struct sn_detector *d = j->d;
+    const size_t in = (size_t)j->W->in, m = (size_t)(j->o1 - j->o0);
+    const uint16_t *rows;
+    if (m == 0)
+        return NULL;
+    if (j->W->type == SN_GGML_BF16) {
+        rows = (const uint16_t *)j->W->data + (size_t)j->o0 * in;
+    } else {
+        uint16_t *dst = d->wb + (size_t)(j->o0 - j->r0) * in;
+        sn_kern_rows_to_bf16(d->isa, j->W->type, j->W->data, in, (size_t)j->o0, (size_t)j->o1,
+                             dst);
+        rows = dst;
+    }
+    sn_kern_bf16_gemm(d->dot_hw, d->xb, rows, j->y + j->o0, (size_t)j->ldy, (size_t)j->n, in,
+                      0, m, j->accumulate);
+    return NULL;
+}
+
+/* Outputs [r0, r1) of y (n, out) by dot products, x already in d->xb. */
+static void dots(const struct sn_detector *d, float *y, int64_t ldy, const struct wmat *W,
+                 int64_t n, int64_t r0, int64_t r1, bool accumulate)
+{
+    struct dot_job jobs[DOT_MAX_THREADS];
+    pthread_t tid[DOT_MAX_THREADS];
+    const int64_t blocks = (r1 - r0 + 3) / 4;
+    int nt = d->n_threads < DOT_MAX_THREADS ? d->n_threads : DOT_MAX_THREADS;
+    nt = nt < blocks ? nt : (int)blocks;
+    nt = nt < 1 ? 1 : nt;
+    for (int i = 0; i < nt; i++) {
+        int64_t a = r0 + blocks * i / nt * 4, b = r0 + blocks * (i + 1) / nt * 4;
+        jobs[i] = (struct dot_job){d, W, y, ldy, n, r0, a, b < r1 ? b : r1, accumulate};
+    }
+    int started = 1;
+    for (; started < nt; started++)
+        if (pthread_create(&tid[started], NULL, dot_run, &jobs[started]))
+            break;   /* no thread: this one does the rest below */
+    dot_run(&jobs[0]);
+    for (int i = started; i < nt; i++)
+        dot_run(&jobs[i]);
+    for (int i = 1; i < started; i++)
+        pthread_join(tid[i], NULL);
+}
+
+/* y (n, out) = x (n, in) Wᵀ (+ b) (+ y when accumulate): W is (out, in) row-major in its
+** file's type. F32 goes to the sgemm as it is; BF16 and Q8_0 by BF16 dot products when chosen
+** (Q8_0 a tile of rows at a time); otherwise a tile of whole rows at a time, converted to f32
+** into d->wt, then the sgemm on the tile's columns of y. */
+static void linear(const struct sn_detector *d, float *y, int64_t ldy, const float *x,
+                   const struct wmat *W, const float *b, int64_t n, bool accumulate)
+{
+    const int64_t in = W->in, out = W->out;
+    if (W->type == SN_GGML_F32) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f,
+                    x, (int)in, W->data, (int)in, accumulate ? 1.0f : 0.0f, y, (int)ldy);
+    } else if (d->dot && (W->type == SN_GGML_BF16 || W->type == SN_GGML_Q8_0)) {
+        sn_kern_to_bf16(d->isa, x, (size_t)(n * in), d->xb);
+        int64_t rows = W->type == SN_GGML_BF16 ? out : (int64_t)(d->tile_bf16 / (size_t)in);
+        rows = rows >= out ? out : rows / TILE_MIN_ROWS * TILE_MIN_ROWS;
+        for (int64_t r0 = 0; r0 < out; r0 += rows)
+            dots(d, y, ldy, W, n, r0, r0 + rows < out ? r0 + rows : out, accumulate);
+    } else {
+        int64_t rows = (int64_t)(d->tile_floats / (size_t)in);
+        rows = rows >= out ? out : rows / TILE_MIN_ROWS * TILE_MIN_ROWS;
+        for (int64_t r0 = 0; r0 < out; r0 += rows) {
+            const int64_t r1 = r0 + rows < out ? r0 + rows : out;
+            sn_kern_rows_to_f32(d->isa, W->type, W->data, (size_t)in, (size_t)r0, (size_t)r1,
+                                d->wt);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)(r1 - r0),
+                        (int)in, 1.0f, x, (int)in, d->wt, (int)in, accumulate ? 1.0f : 0.0f,
+                        y + r0, (int)ldy);
+        }
+    }
     if (b)
         for (int64_t t = 0; t < n; t++)
             for (int64_t i = 0; i < out; i++)
@@ -432,21 +731,22 @@ static void forward(struct sn_detector *d, const int32_t *ids, int64_t n, int64_
     const int64_t Dh = d->h.head_dim, Ekv = Hkv * Dh, T = d->T, P = p0 + n;
     const float scale = 1.0f / sqrtf((float)Dh);
     for (int64_t t = 0; t < n; t++)
-        memcpy(d->x + t * E, d->emb + (int64_t)ids[t] * E, (size_t)E * sizeof(float));
+        sn_kern_rows_to_f32(d->isa, d->emb.type, d->emb.data, (size_t)E, (size_t)ids[t],
+                            (size_t)ids[t] + 1, d->x + t * E);
     for (int64_t l = 0; l < d->h.n_layer; l++) {
         const struct layer *ly = &d->layers[l];
         const bool last_layer = l == d->h.n_layer - 1;
         float *kc = d->kc + l * T * Ekv, *vc = d->vc + l * T * Ekv;
         rmsnorm(d->a, d->x, ly->attn_norm, n, E, d->h.eps);
-        linear(kc + p0 * Ekv, Ekv, d->a, ly->wk, ly->bk, n, E, Ekv, false);
-        linear(vc + p0 * Ekv, Ekv, d->a, ly->wv, ly->bv, n, E, Ekv, false);
+        linear(d, kc + p0 * Ekv, Ekv, d->a, &ly->wk, ly->bk, n, false);
+        linear(d, vc + p0 * Ekv, Ekv, d->a, &ly->wv, ly->bv, n, false);
         rope(d, kc + p0 * Ekv, Ekv, n, Hkv, p0);
         if (last_layer && !hidden)
             break;
         /* rows r0..n-1 go on: all of them, or the last one in the last layer */
         const int64_t r0 = last_layer ? n - 1 : 0, m = n - r0;
         float *x = d->x + r0 * E;
-        linear(d->q, E, d->a + r0 * E, ly->wq, ly->bq, m, E, E, false);
+        linear(d, d->q, E, d->a + r0 * E, &ly->wq, ly->bq, m, false);
         rope(d, d->q, E, m, H, p0 + r0);
         for (int64_t h = 0; h < H; h++) {
             const int64_t kh = h / (H / Hkv);
@@ -474,15 +774,15 @@ static void forward(struct sn_detector *d, const int32_t *ids, int64_t n, int64_
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)Dh, (int)P, 1.0f,
                         d->s, (int)P, vc + kh * Dh, (int)Ekv, 0.0f, d->att + h * Dh, (int)E);
         }
-        linear(x, E, d->att, ly->wo, NULL, m, E, E, true);
+        linear(d, x, E, d->att, &ly->wo, NULL, m, true);
         rmsnorm(d->a, x, ly->ffn_norm, m, E, d->h.eps);
-        linear(d->g, F, d->a, ly->wg, NULL, m, E, F, false);
-        linear(d->u, F, d->a, ly->wu, NULL, m, E, F, false);
+        linear(d, d->g, F, d->a, &ly->wg, NULL, m, false);
+        linear(d, d->u, F, d->a, &ly->wu, NULL, m, false);
         for (int64_t i = 0; i < m * F; i++) {
             float z = d->g[i];
             d->g[i] = z / (1.0f + expf(-z)) * d->u[i];
         }
-        linear(x, E, d->g, ly->wd, NULL, m, F, E, true);
+        linear(d, x, E, d->g, &ly->wd, NULL, m, true);
     }
     if (hidden)
         rmsnorm(hidden, d->x + (n - 1) * E, d->out_norm, 1, E, d->h.eps);

@@ -12,8 +12,10 @@
 **      hyper-parameters).
 **   2. The detector: R(response ⊕ context) from a qwen2 GGUF written by export/write.h (reward
 **      head under our key sentinel.score.weight, qwen2.pooling_type = LAST), with the
-**      tokenizer and the prompt template stored in it (tokenizer/template.h), forward in f32
-**      with cblas_sgemm.
+**      tokenizer and the prompt template stored in it (tokenizer/template.h). Weights stay in
+**      the file's type in its read-only memory map; F32 matrices go to cblas_sgemm,
+**      F16/BF16/Q8_0 ones through kernels/ (docs/export.md "Weight formats and kernels");
+**      activations are f32.
 **
 ** Ownership: every _open/_create has a _close/_free that accepts NULL; on failure *out is NULL.
 ** Views returned by the reader are borrowed until sn_gguf_close. A detector is used by one
@@ -126,6 +128,12 @@ struct sn_detector_params {
     int  n_threads;   /* OpenBLAS threads, 0..SN_DETECTOR_MAX_THREADS; 0 = the default rule */
     int  max_tokens;  /* longest sequence scored; 0 = the file's sentinel.max_len */
     int  max_batch;   /* responses per shared-context call; 0 = 8 */
+    /* Kernels (docs/export.md "Weight formats and kernels"): NULL = the environment's
+    ** SENTINEL_KERNELS, else "auto" (the widest this CPU runs); "auto", "portable", "avx2",
+    ** "avx512", each optionally with "+dot" or "+tile" (BF16 and Q8_0 matrices by BF16 dot
+    ** products or by f32 tiles into the sgemm; default: dots where the CPU has AVX512-BF16).
+    ** Naming kernels the CPU lacks fails with SN_E_UNSUPPORTED. */
+    const char *kernels;
 };
 struct sn_detector_params sn_detector_default_params(void);
 int  sn_detector_open(const char *gguf_path, const struct sn_detector_params *p,
@@ -141,6 +149,15 @@ const struct sn_tokenizer *sn_detector_tokenizer(const struct sn_detector *d);
 int  sn_detector_n_embd(const struct sn_detector *d);
 /* The OpenBLAS thread count every forward of d runs with (n_threads = 0 resolved). */
 int  sn_detector_n_threads(const struct sn_detector *d);
+/* The kernels chosen at open, in words: the CPU's features, the ISA, how each weight type is
+** multiplied (borrowed until sn_detector_free). */
+const char *sn_detector_kernels(const struct sn_detector *d);
+/* The same words for a detector opened now with params.kernels = spec (NULL: the environment's
+** SENTINEL_KERNELS, else "auto"), without a file: for `sentinel inspect`. */
+int  sn_detector_kernels_plan(const char *spec, char *out, size_t cap, struct sn_err *err);
+/* Bytes of the scratch allocated at open (activations, key/value cache, f32 tile): with the
+** GGUF's tensor bytes (memory-mapped, shared), what an open detector holds. */
+size_t sn_detector_scratch_bytes(const struct sn_detector *d);
 
 /* Reward of one token sequence (the head on the last token's final-norm state). hidden, if
 ** not NULL, receives that state (n_embd floats). n must be in [1, max_tokens]. */

@@ -3,9 +3,11 @@
 **   1. every matrix of the Q8_0 file is Q8_0 (1-D tensors F32), general.file_type 7; per block,
 **      the scale is max|x| / 127 of the f32 export's values to f16 precision, the largest value
 **      comes back as ±127·d, and every value is within d/2 of the f32 weight (round to nearest);
-**   2. the Q8_0 detector's rewards equal, bit for bit, those of an f32 export of the
+**   2. the Q8_0 detector's rewards with f32 tiles (kernels "auto+tile": each tile of rows
+**      dequantized into the sgemm) equal, bit for bit, those of an f32 export of the
 **      dequantized weights (written back into a model directory here), and the f32 detector's
-**      within 0.1·(1 + |r|) (TOL_Q8, below), not bit-equal (quantization happened);
+**      within 0.1·(1 + |r|) (TOL_Q8, below), not bit-equal (quantization happened); with the
+**      default kernels (BF16 dot products where the CPU has AVX512-BF16) within TOL_Q8 too;
 **   3. a matrix whose rows are not a multiple of 32 long is written F16 (ggml's converter does
 **      the same); the writer refuses a Q8_0 tensor with such rows and the reader a file that
 **      claims one; q8_0 is refused for --hf and --adapter-only. */
@@ -172,9 +174,12 @@ int main(void)
     OK(sn_export_gguf(&ep, gd, &E));
     ep.type = SN_GGML_Q8_0;
     ep.base_dir = mdir;
-    struct sn_detector *d32 = NULL, *d8 = NULL, *dd = NULL;
+    struct sn_detector *d32 = NULL, *d8 = NULL, *dd = NULL, *d8auto = NULL;
+    struct sn_detector_params tiles = sn_detector_default_params();
+    tiles.kernels = "auto+tile";
     OK(sn_detector_open(g32, NULL, &d32, &E));
-    OK(sn_detector_open(g8, NULL, &d8, &E));
+    OK(sn_detector_open(g8, &tiles, &d8, &E));
+    OK(sn_detector_open(g8, NULL, &d8auto, &E));
     OK(sn_detector_open(gd, NULL, &dd, &E));
     struct sn_rng rng;
     sn_rng_seed(&rng, 5);
@@ -185,9 +190,13 @@ int main(void)
         int32_t ids[256];
         for (size_t i = 0; i < lens[k]; i++)
             ids[i] = (int32_t)sn_rng_below(&rng, (uint64_t)c.V);
-        float r32 = 0, r8 = 0, rd = 1;
+        float r32 = 0, r8 = 0, rd = 1, ra = 0;
         OK(sn_detector_score_ids(d32, ids, lens[k], &r32, NULL, &E));
         OK(sn_detector_score_ids(d8, ids, lens[k], &r8, NULL, &E));
+        if (d8auto)
+            OK(sn_detector_score_ids(d8auto, ids, lens[k], &ra, NULL, &E));
+        CHECK_MSG(fabs(ra - r32) / (1 + fabs(r32)) <= TOL_Q8, "default kernels: %.9g vs f32 "
+                  "%.9g", ra, r32);
         if (dd)
             OK(sn_detector_score_ids(dd, ids, lens[k], &rd, NULL, &E));
         CHECK_MSG(rd == r8, "len %zu: q8_0 %.9g, f32 of the dequantized weights %.9g", lens[k],
@@ -203,6 +212,7 @@ int main(void)
     printf("worst reward difference q8_0 vs f32: %.2e (tolerance %.0e)\n", worst, TOL_Q8);
     sn_detector_free(d32);
     sn_detector_free(d8);
+    sn_detector_free(d8auto);
     sn_detector_free(dd);
 
     /* 3. rows of 48: F16 fallback; refusals */
