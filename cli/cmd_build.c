@@ -30,7 +30,8 @@ static const char *const build_keys[] = {
     "validation_fraction", "test_fraction", "split_seed", "split_by", "validation", "test",
     "history_sentences", "history_chars",
     "dedup", "skip_bad", "deflate_level", "summary", "reference", "summary_endpoint",
-    "reference_endpoint", "summary_sentences", NULL};
+    "reference_endpoint", "summary_sentences", "rejected", "contrast", "persuasive_correct",
+    NULL};
 
 static void usage(FILE *f)
 {
@@ -67,7 +68,11 @@ static void usage(FILE *f)
 "split_seed (0), validation and test (lists of split_by values),\n"
 "history_sentences (2), history_chars (300), dedup (true), skip_bad (false),\n"
 "deflate_level (1), summary, summary_endpoint, summary_sentences (3), reference,\n"
-"reference_endpoint:\n"
+"reference_endpoint, rejected (all), contrast (0), persuasive_correct (0):\n"
+"  rejected: which wrong messages become rejected: all, adversary (adversary and tampered\n"
+"    messages only) or misled (those and misled honest agents)\n"
+"  contrast / persuasive_correct: per chosen / adversary message, the probability of a\n"
+"    content-contrastive pair (the same text with its answer made wrong / right)\n"
 "  summary \"extractive\" (default): each earlier message as \"Round t, agent k (answer X):\n"
 "    <first sentences>\"; \"llm\": one summary of the earlier rounds per round, written by\n"
 "    build.summary_endpoint (prompt sentinel-summary/1, at most summary_sentences\n"
@@ -233,9 +238,20 @@ static int from_recipe(const cJSON *recipe, struct sn_build_params *p, const cha
     p->deflate_level = (int)deflate;
     t->seed = (uint64_t)seed;
     t->split_seed = (uint64_t)split_seed;
-    const char *split_by = "item";
-    if ((rc = sn_json_get_string(sec, "build", "split_by", split_by, &split_by, err)))
+    const char *split_by = "item", *rejected = sn_rejected_from_name(t->rejected);
+    if ((rc = sn_json_get_string(sec, "build", "split_by", split_by, &split_by, err)) ||
+        (rc = sn_json_get_string(sec, "build", "rejected", rejected, &rejected, err)) ||
+        (rc = sn_json_get_double(sec, "build", "contrast", t->contrast, &t->contrast, err)) ||
+        (rc = sn_json_get_double(sec, "build", "persuasive_correct", t->persuasive_correct,
+                                 &t->persuasive_correct, err)))
         return rc;
+    if ((rc = sn_rejected_from_parse(rejected, &t->rejected, err)))
+        return sn_err_wrap(err, "recipe: build");
+    if (!(t->contrast >= 0.0 && t->contrast <= 1.0) ||
+        !(t->persuasive_correct >= 0.0 && t->persuasive_correct <= 1.0))
+        return sn_err_set(err, SN_E_ARG, "recipe: build.contrast and build.persuasive_correct "
+                          "are probabilities in [0, 1] (docs/formats.md \"Content-contrastive "
+                          "pairs\")");
     if ((rc = sn_split_by_parse(split_by, &t->split_by, err)))
         return sn_err_wrap(err, "recipe: build");
     static const char *const lists[] = {"validation", "test"};

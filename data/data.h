@@ -1,7 +1,7 @@
 /* data/data.h: questions and datasets, trajectories, and the panel's plurality vote: what a
 ** debate is about and what it recorded (docs/design.md §2, §5). Three sections below:
 **   questions   datasets loaded from recipe specs into a struct sn_qset (data/question.c,
-**               data/qset.c, data/datasets.c, data/synthetic.c);
+**               data/qset.c, data/datasets.c, data/synthetic.c, data/facts.c);
 **   trajectory  the trajectory file format, reader and writer (data/trajectory.c);
 **   vote        the one plurality vote of the project (data/vote.c).
 ** Answer extraction and enum sn_task live one module down, in context/context.h (included
@@ -241,7 +241,8 @@ int sn_traj_write(const struct sn_traj_out *t, struct sn_buf *out, struct sn_err
 **   {"kind":"mmlu","path":"data/mmlu/test","n":200,"seed":1,"subjects":["anatomy"]}
 **   {"kind":"synthetic","n":40,"seed":7,"numeric_share":0.5}
 ** into an owned struct sn_qset. Kinds: mmlu (header-less CSV, or JSONL), commonsenseqa,
-** gsm8k, truthfulqa (mc1_targets), medmcqa, jsonl (our neutral form), synthetic (built in).
+** gsm8k, truthfulqa (mc1_targets), medmcqa, jsonl (our neutral form), synthetic and facts
+** (built in).
 ** Errors name file:line and what was expected.
 **
 ** Answers have one normal form (docs/formats.md "Trajectory" `answer`): multiple choice is an
@@ -280,6 +281,37 @@ void sn_qset_free(struct sn_qset *qs);
 ** is the share of arithmetic word problems. Appends to qs. */
 int  sn_synthetic_generate(struct sn_qset *qs, size_t n, uint64_t seed, double numeric_share,
                            const char *name, struct sn_err *err);
+/* The built-in `facts` dataset (data/facts.c; docs/simulate.md "The fact base"): an invented
+** world of SN_FACT_TYPES x SN_FACTS_PER_TYPE facts with a fixed known / novel split. */
+#define SN_FACT_TYPES        8
+#define SN_FACTS_PER_TYPE    25
+#define SN_FACTS_NOVEL_SHARE 0.25 /* of the facts; the rest are known */
+struct sn_fact {
+    int         type;            /* 0 .. SN_FACT_TYPES-1 */
+    const char *subject_name;    /* the items' subject ("geography", ...); static */
+    char        subject[48];     /* the entity asked about */
+    char        answer[48];
+    char        distractors[3][48]; /* answers of other facts of the same type */
+    bool        novel;           /* never asked in the train part */
+    int         heldout_phrasing; /* the question phrasing (0-3) kept for the eval part */
+};
+/* The whole world, in fact order (the same on every call and platform); *out is freed with
+** sn_free. */
+int  sn_facts_world(struct sn_fact **out, size_t *n, struct sn_err *err);
+/* Question phrasing `phrasing` (0-3) of fact f into out; SN_E_ARG for another phrasing. */
+int  sn_facts_question(const struct sn_fact *f, int phrasing, char *out, size_t cap);
+struct sn_facts_params {
+    size_t   n;
+    uint64_t seed;
+    double   numeric_share; /* share of arithmetic word problems */
+    bool     eval;          /* false: the train part (known facts, training phrasings);
+                            ** true: the eval part (held-out phrasings, novel facts) */
+    double   novel_share;   /* eval part: share of its multiple-choice items on novel facts */
+};
+/* Appends n items; each item's dataset is "<name>-known", "<name>-novel" or
+** "<name>-numeric" (the group evaluation reports), its id "<name>-<group>-<i>-<hash>". */
+int  sn_facts_generate(struct sn_qset *qs, const struct sn_facts_params *p, const char *name,
+                       struct sn_err *err);
 /* Internal helpers shared by the loaders; exposed for tests. */
 int  sn_qset_push(struct sn_qset *qs, const struct sn_question *q, struct sn_err *err);
 void sn_question_clear(struct sn_question *q);

@@ -14,10 +14,11 @@ static int cmp_str(const void *a, const void *b)
 }
 
 static const char *const spec_keys[] = {"kind", "path", "n", "seed", "subjects", "name",
-                                        "numeric_share", "cop_base", NULL};
+                                        "numeric_share", "cop_base", "part", "novel_share",
+                                        NULL};
 
 static const char *const kinds[] = {"mmlu", "commonsenseqa", "gsm8k", "truthfulqa", "medmcqa",
-                                    "jsonl", "synthetic", NULL};
+                                    "jsonl", "synthetic", "facts", NULL};
 
 static int subject_matches(const cJSON *subjects, const char *subject)
 {
@@ -57,13 +58,13 @@ int sn_qset_load(const cJSON *spec, const char *where, size_t limit, struct sn_q
         return rc;
     if (!kind)
         return sn_err_set(err, SN_E_ARG, "recipe: '%s.kind' is missing (one of mmlu, "
-                          "commonsenseqa, gsm8k, truthfulqa, medmcqa, jsonl, synthetic)", where);
+                          "commonsenseqa, gsm8k, truthfulqa, medmcqa, jsonl, synthetic, facts)", where);
     bool known = false;
     for (const char *const *k = kinds; *k; k++)
         known = known || strcmp(*k, kind) == 0;
     if (!known)
         return sn_err_set(err, SN_E_ARG, "recipe: '%s.kind' = '%s' is not a dataset kind "
-                          "(mmlu, commonsenseqa, gsm8k, truthfulqa, medmcqa, jsonl, synthetic)",
+                          "(mmlu, commonsenseqa, gsm8k, truthfulqa, medmcqa, jsonl, synthetic, facts)",
                           where, kind);
     if (n < 0)
         return sn_err_set(err, SN_E_ARG, "recipe: '%s.n' must be >= 0", where);
@@ -92,6 +93,35 @@ int sn_qset_load(const cJSON *spec, const char *where, size_t limit, struct sn_q
         rc = sn_synthetic_generate(all, want ? want : 20, (uint64_t)seed, numeric_share, name,
                                    err);
         if (rc) {
+            sn_qset_free(all);
+            return rc;
+        }
+        *out = all;
+        return SN_OK;
+    }
+    if (strcmp(kind, "facts") == 0) {
+        const char *part;
+        struct sn_facts_params fp = {.n = want ? want : 20, .seed = (uint64_t)seed,
+                                     .numeric_share = numeric_share};
+        if ((rc = sn_json_get_string(spec, where, "part", "train", &part, err)) ||
+            (rc = sn_json_get_double(spec, where, "novel_share", 0.5, &fp.novel_share, err))) {
+            sn_qset_free(all);
+            return rc;
+        }
+        if (strcmp(part, "train") && strcmp(part, "eval")) {
+            sn_qset_free(all);
+            return sn_err_set(err, SN_E_ARG, "recipe: '%s.part' = '%s': expected \"train\" "
+                              "(known facts) or \"eval\" (held-out phrasings, novel facts)",
+                              where, part);
+        }
+        if (!(numeric_share >= 0.0 && numeric_share <= 1.0) ||
+            !(fp.novel_share >= 0.0 && fp.novel_share <= 1.0)) {
+            sn_qset_free(all);
+            return sn_err_set(err, SN_E_ARG, "recipe: '%s.numeric_share' and '%s.novel_share' "
+                              "must be in [0, 1]", where, where);
+        }
+        fp.eval = strcmp(part, "eval") == 0;
+        if ((rc = sn_facts_generate(all, &fp, name, err))) {
             sn_qset_free(all);
             return rc;
         }

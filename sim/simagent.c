@@ -47,6 +47,8 @@ struct sim_backend { /* the impl of a handle made by sn_llm_backend_create (llm/
     double      comp_values[32];
     int         n_comp;
     char        names_store[32][64];
+    bool        styles_full; /* `styles: "full"` (docs/simulate.md "Styles") */
+    double      explain_share, persuasive_share, plain_adversary;
     double      delay_ms;   /* simulated latency per request (pipeline tests, benchmarks) */
     int64_t     fail_calls; /* fault injection: the first fail_calls requests fail */
     _Atomic uint64_t requests, completed, failed, prompt_tokens, completion_tokens;
@@ -461,13 +463,40 @@ static int put_explanation(struct sn_buf *b, const struct sn_question *q, const 
     return rc;
 }
 
+/* How a speaker under `styles: "full"` writes (docs/simulate.md "Styles"): STYLE_AUTO is the
+** paper default (the explanation when the answer is gold, a vague reason otherwise);
+** STYLE_EXPLAIN states the explanation for whatever it answers (a wrong answer turns the
+** explanation's fact or step wrong); STYLE_VAGUE gives a reason without it. */
+enum style { STYLE_AUTO, STYLE_EXPLAIN, STYLE_VAGUE };
+
+/* The persuasive add-on of a speaker of any role under `styles: "full"`: rhetorical cues
+** (sn_sim_persuasion) that say nothing about whether the answer is right. */
+static const char *const persuade_lines[] = {
+    " I am certain of this; the evidence is clear.",
+    " Trust me on this one: I double-checked every step.",
+    " Experts would agree, and this is well-established.",
+    " Let's reason step by step: therefore this is the logical conclusion.",
+    " Please consider this carefully; I worry we could get it wrong otherwise."};
+
+static int honest_text_styled(struct sn_buf *b, const struct sn_sim_hint *h, const char *ans,
+                              enum style style, bool persuade, struct sn_rng *r,
+                              struct sn_err *err);
+
 static int honest_text(struct sn_buf *b, const struct sn_sim_hint *h, const char *ans,
                        struct sn_rng *r, struct sn_err *err)
+{
+    return honest_text_styled(b, h, ans, STYLE_AUTO, false, r, err);
+}
+
+static int honest_text_styled(struct sn_buf *b, const struct sn_sim_hint *h, const char *ans,
+                              enum style style, bool persuade, struct sn_rng *r,
+                              struct sn_err *err)
 {
     const struct sn_question *q = h->q;
     /* the style-matched adversary writes as the agents holding gold do (docs/simulate.md) */
     bool mimic = h->role == SN_ROLE_ADVERSARY && h->scenario == SN_SCEN_STYLE_MATCHED;
-    bool correct = strcmp(ans, q->gold) == 0 || mimic;
+    bool correct = style == STYLE_EXPLAIN ||
+                   (style == STYLE_AUTO && (strcmp(ans, q->gold) == 0 || mimic));
     int rc;
     if (q->task == SN_TASK_MC) {
         const char *ot = opt_text(q, ans);
@@ -496,6 +525,8 @@ static int honest_text(struct sn_buf *b, const struct sn_sim_hint *h, const char
         if ((char)('A' + k) != ans[0] && sn_rng_below(r, 2))
             if ((rc = put(b, err, " I would rule out %s.", q->options[k])))
                 return rc;
+        if (persuade && (rc = put(b, err, "%s", PICK(r, persuade_lines))))
+            return rc;
         return closing(b, q, ans, r, err);
     }
     if ((rc = put(b, err, "%s", PICK(r, openers_num))))
@@ -515,6 +546,8 @@ static int honest_text(struct sn_buf *b, const struct sn_sim_hint *h, const char
         else
             rc = put(b, err, " Following the steps in the problem, I get %s.", ans);
     }
+    if (!rc && persuade)
+        rc = put(b, err, "%s", PICK(r, persuade_lines));
     if (rc)
         return rc;
     return closing(b, q, ans, r, err);
@@ -757,10 +790,23 @@ static int sim_complete(struct sn_llm_backend *bb, const struct sn_llm_request *
             rc = honest_text(&b, h, h->target, r, err);
         } else if (h->role == SN_ROLE_ADVERSARY && h->scenario != SN_SCEN_AUTOINJECT &&
                    h->target && h->target[0]) {
-            rc = adversary_text(&b, h, h->target, r, err);
+            /* styles "full": an adversary also writes plainly or step by step, its explanation
+            ** turned to the target, with or without rhetoric (docs/simulate.md "Styles") */
+            if (sb->styles_full && sn_rng_uniform(r) < sb->plain_adversary)
+                rc = honest_text_styled(&b, h, h->target, STYLE_EXPLAIN,
+                                        sn_rng_uniform(r) < sb->persuasive_share, r, err);
+            else
+                rc = adversary_text(&b, h, h->target, r, err);
         } else {
             honest_decide(sb, h, r, ans);
-            rc = honest_text(&b, h, ans, r, err);
+            if (sb->styles_full) {
+                enum style st = sn_rng_uniform(r) < sb->explain_share ? STYLE_EXPLAIN
+                                                                      : STYLE_VAGUE;
+                rc = honest_text_styled(&b, h, ans, st, sn_rng_uniform(r) < sb->persuasive_share,
+                                        r, err);
+            } else {
+                rc = honest_text(&b, h, ans, r, err);
+            }
         }
         break;
     case SN_SIM_CALL_REFLECT: {
@@ -873,7 +919,8 @@ int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct
                                        "injection_susceptibility", "delay_ms", "fail_calls",
                                        "difficulty_spread", "attractive_distractor",
                                        "fresh_weight", "draft_weight", "herd_weight",
-                                       "crowd_weight", NULL};
+                                       "crowd_weight", "styles", "explain_share",
+                                       "persuasive_share", "plain_adversary", NULL};
     *out = NULL;
     const char *where = "endpoint(sim)";
     int rc = sn_recipe_check_keys(config, where, keys, err);
@@ -882,7 +929,7 @@ int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct
     struct sim_backend *sb = sn_calloc(1, sizeof *sb);
     if (!sb)
         return sn_err_set(err, SN_E_NOMEM, "out of memory");
-    const char *model;
+    const char *model, *styles;
     if ((rc = sn_json_get_double(config, where, "competence", 0.75, &sb->competence, err)) ||
         (rc = sn_json_get_double(config, where, "self_weight", 1.0, &sb->w_self, err)) ||
         (rc = sn_json_get_double(config, where, "reflect_weight", 0.75, &sb->w_reflect, err)) ||
@@ -903,23 +950,40 @@ int sn_sim_backend_open(const cJSON *config, struct sn_llm_backend **out, struct
         (rc = sn_json_get_double(config, where, "herd_weight", 0.0, &sb->w_herd, err)) ||
         (rc = sn_json_get_double(config, where, "crowd_weight", 0.5, &sb->w_crowd, err)) ||
         (rc = sn_json_get_int(config, where, "fail_calls", 0, &sb->fail_calls, err)) ||
-        (rc = sn_json_get_string(config, where, "model", "sim", &model, err))) {
+        (rc = sn_json_get_string(config, where, "model", "sim", &model, err)) ||
+        (rc = sn_json_get_string(config, where, "styles", "paper", &styles, err)) ||
+        (rc = sn_json_get_double(config, where, "explain_share", 0.6, &sb->explain_share,
+                                 err)) ||
+        (rc = sn_json_get_double(config, where, "persuasive_share", 0.3,
+                                 &sb->persuasive_share, err)) ||
+        (rc = sn_json_get_double(config, where, "plain_adversary", 0.5, &sb->plain_adversary,
+                                 err))) {
         sn_free(sb);
         return rc;
     }
+    if (strcmp(styles, "paper") && strcmp(styles, "full")) {
+        sn_free(sb);
+        return sn_err_set(err, SN_E_ARG, "%s.styles = '%s': expected \"paper\" (the default: "
+                          "honest agents write as in the paper's debates) or \"full\" (every "
+                          "role draws from every style; docs/simulate.md \"Styles\")", where,
+                          styles);
+    }
+    sb->styles_full = !strcmp(styles, "full");
     if (!(sb->delay_ms >= 0.0 && sb->delay_ms <= 600000.0) || sb->fail_calls < 0) {
         sn_free(sb);
         return sn_err_set(err, SN_E_ARG, "%s: delay_ms must be in [0, 600000] and fail_calls "
                           ">= 0", where);
     }
     double probs[] = {sb->competence, sb->reresolve, sb->inj_susc, sb->w_attract,
-                      sb->difficulty_spread};
-    for (int i = 0; i < 5; i++)
+                      sb->difficulty_spread, sb->explain_share, sb->persuasive_share,
+                      sb->plain_adversary};
+    for (int i = 0; i < 8; i++)
         if (!(probs[i] >= 0.0 && probs[i] <= 1.0)) {
             sn_free(sb);
             return sn_err_set(err, SN_E_ARG, "%s: competence, reresolve, "
-                              "injection_susceptibility, attractive_distractor and "
-                              "difficulty_spread must be in [0, 1]", where);
+                              "injection_susceptibility, attractive_distractor, "
+                              "difficulty_spread, explain_share, persuasive_share and "
+                              "plain_adversary must be in [0, 1]", where);
         }
     if (!(sb->w_fresh >= 0.0) || !(sb->w_draft >= 0.0) || !(sb->w_herd >= 0.0) ||
         !(sb->w_crowd >= 0.0)) {

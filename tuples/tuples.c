@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[] = {"adversary", "tampered", "misled", "wrong"};
+static const char *const kind_names[] = {"adversary", "tampered", "misled", "wrong",
+                                         "contrast"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == SN_REJ_COUNT, "kinds");
 static const char *const count_names[] = {
     "trajectories", "rounds", "tuples", "bad_lines", "no_chosen", "no_rejected", "unparsed",
-    "empty", "capped", "duplicate", "task_too_long", "no_tuples", "reference_fallback"};
+    "empty", "capped", "duplicate", "task_too_long", "no_tuples", "reference_fallback",
+    "contrast", "persuasive_correct", "not_rejected"};
 _Static_assert(sizeof count_names / sizeof count_names[0] == SN_TC_COUNT, "counts");
 
 const char *sn_rejected_kind_name(enum sn_rejected_kind k)
@@ -25,10 +27,33 @@ const char *sn_tuples_count_name(enum sn_tuples_count k)
     return (unsigned)k < SN_TC_COUNT ? count_names[k] : "?";
 }
 
-/* Hardness rank of a negative: 0 hardest. Adversary and tampered messages share rank 0. */
+/* Hardness rank of a negative: 0 hardest. Adversary, tampered and contrast share rank 0. */
 static int rank_of(enum sn_rejected_kind k)
 {
-    return k == SN_REJ_ADVERSARY || k == SN_REJ_TAMPERED ? 0 : k == SN_REJ_MISLED ? 1 : 2;
+    return k == SN_REJ_ADVERSARY || k == SN_REJ_TAMPERED || k == SN_REJ_CONTRAST ? 0
+           : k == SN_REJ_MISLED                                                  ? 1
+                                                                                 : 2;
+}
+
+static const char *const rejected_from_names[] = {"all", "adversary", "misled"};
+_Static_assert(sizeof rejected_from_names / sizeof rejected_from_names[0] ==
+               SN_REJECTED_FROM_COUNT, "rejected_from");
+
+const char *sn_rejected_from_name(enum sn_rejected_from r)
+{
+    return (unsigned)r < SN_REJECTED_FROM_COUNT ? rejected_from_names[r] : "?";
+}
+
+int sn_rejected_from_parse(const char *name, enum sn_rejected_from *out, struct sn_err *err)
+{
+    for (int k = 0; k < SN_REJECTED_FROM_COUNT; k++)
+        if (name && !strcmp(name, rejected_from_names[k])) {
+            *out = (enum sn_rejected_from)k;
+            return SN_OK;
+        }
+    return sn_err_set(err, SN_E_ARG, "rejected = \"%s\": expected all (every wrong answer), "
+                      "adversary (adversary and tampered messages only) or misled (those and "
+                      "misled honest agents)", name ? name : "(null)");
 }
 
 struct sn_tuples_params sn_tuples_default_params(void)
@@ -391,6 +416,77 @@ static int strvec_push(struct strvec *s, char *str, struct sn_err *err)
     return SN_OK;
 }
 
+/* A content-contrastive pair of a round: chosen ci with its answer made wrong (ri SIZE_MAX),
+** or negative ri with its answer made right (ci SIZE_MAX). */
+struct con {
+    size_t ci, ri;
+};
+
+/* What every tuple of one round shares. */
+struct emit_ctx {
+    struct sn_tuples        *b;
+    const struct sn_traj    *t;
+    size_t                   r;
+    const struct sn_prompt  *prompt;
+    const char              *ctx;
+    struct sn_buf           *ref;
+    bool                    *have_ref;
+    enum sn_split            split;
+    sn_tuple_fn              fn;
+    void                    *user;
+};
+
+/* One tuple (chosen, ng): hashed, de-duplicated, handed to fn; *emitted false for a duplicate. */
+static int emit(struct emit_ctx *e, const char *chosen, int chosen_agent, const char *chosen_role,
+                const struct neg *ng, bool *emitted, struct sn_err *err)
+{
+    struct sn_tuples *b = e->b;
+    const struct sn_traj *t = e->t;
+    struct sn_tuple tp;
+    char hex[65];
+    int rc;
+    *emitted = false;
+    memset(&tp, 0, sizeof tp);
+    tp.prompt = *e->prompt;
+    tp.text[SN_FIELD_CONTEXT] = e->ctx;
+    tp.text[SN_FIELD_CHOSEN] = chosen;
+    tp.text[SN_FIELD_REJECTED] = ng->text;
+    if (!*e->have_ref) {
+        if ((rc = make_reference(b, t, e->r, e->ref, err)))
+            return rc;
+        *e->have_ref = true;
+    }
+    tp.text[SN_FIELD_REFERENCE] = e->ref->data;
+    sn_tuples_hash(tp.text, hex);
+    if (b->p.dedup) {
+        uint8_t d[32];
+        bool dup = false;
+        hex_to_digest(hex, d);
+        if ((rc = digest_insert(&b->seen, d, &dup, err)))
+            return rc;
+        if (dup) {
+            b->counts[SN_TC_DUPLICATE]++;
+            return SN_OK;
+        }
+    }
+    tp.kind = ng->kind;
+    tp.meta.scenario = t->scenario;
+    tp.meta.dataset = t->dataset;
+    tp.meta.trajectory_id = t->id;
+    tp.meta.item_id = t->item_id;
+    tp.meta.round = (int32_t)e->r;
+    tp.meta.chosen_agent = chosen_agent;
+    tp.meta.rejected_agent = ng->agent;
+    tp.meta.chosen_role = chosen_role;
+    tp.meta.rejected_role = ng->role;
+    tp.meta.rejected_kind = kind_names[ng->kind];
+    tp.meta.split = e->split;
+    tp.meta.sha256 = hex;
+    b->counts[SN_TC_TUPLES]++;
+    *emitted = true;
+    return e->fn(e->user, &tp, err);
+}
+
 int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, void *user,
                   struct sn_err *err)
 {
@@ -420,7 +516,8 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
     negs = sn_calloc(max_msgs + 1, sizeof *negs);
     chosen = sn_calloc(max_msgs + 1, sizeof *chosen);
     chosen_agent = sn_calloc(max_msgs + 1, sizeof *chosen_agent);
-    if (!rc && (!hist_upto || !negs || !chosen || !chosen_agent))
+    struct con *con = sn_calloc(2 * max_msgs + 2, sizeof *con);
+    if (!rc && (!hist_upto || !negs || !chosen || !chosen_agent || !con))
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     /* extractive history: entries of all rounds, in order; round r's context is a prefix */
     for (size_t r = 0; r < t->n_rounds && !rc && !b->p.summarize; r++) {
@@ -457,8 +554,13 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
                     const struct sn_traj_msg *e = sn_traj_msg_of(t, q, m->agent);
                     misled = e && str_eq(e->answer, t->gold);
                 }
-                negs[n_neg++] = (struct neg){m->text, m->agent, sn_role_name(role),
-                                             misled ? SN_REJ_MISLED : SN_REJ_WRONG, i * 1000};
+                enum sn_rejected_kind kd = misled ? SN_REJ_MISLED : SN_REJ_WRONG;
+                if (b->p.rejected == SN_REJECTED_ADVERSARY ||
+                    (b->p.rejected == SN_REJECTED_MISLED && kd == SN_REJ_WRONG))
+                    b->counts[SN_TC_NOT_REJECTED]++;
+                else
+                    negs[n_neg++] = (struct neg){m->text, m->agent, sn_role_name(role), kd,
+                                                 i * 1000};
             }
             /* AITM: the rewritten copies are negatives (unless the rewrite kept the gold) */
             for (size_t d = 0; m->tampered && d < m->n_deliveries; d++) {
@@ -484,16 +586,31 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
             b->counts[SN_TC_NO_CHOSEN]++;
         if (!n_neg)
             b->counts[SN_TC_NO_REJECTED]++;
-        if (!n_ch || !n_neg)
+        /* content-contrastive pairs of this round (docs/formats.md "Content-contrastive
+        ** pairs"): drawn from their own stream, so the max_pairs sample is the same with and
+        ** without them */
+        size_t n_con = 0;
+        struct sn_rng crng;
+        sn_rng_seed(&crng, sn_seed_derive(sn_seed_derive(b->p.seed, t->id, r), "contrast", 0));
+        bool can_swap = t->gold && t->gold[0] && (t->task != SN_TASK_MC || t->n_options >= 2);
+        for (size_t ci = 0; can_swap && b->p.contrast > 0 && ci < n_ch; ci++)
+            if (sn_rng_uniform(&crng) < b->p.contrast)
+                con[n_con++] = (struct con){ci, SIZE_MAX};
+        for (size_t ri = 0; can_swap && b->p.persuasive_correct > 0 && ri < n_neg; ri++)
+            if (negs[ri].kind == SN_REJ_ADVERSARY && !strcmp(negs[ri].role, "adversary") &&
+                sn_rng_uniform(&crng) < b->p.persuasive_correct)
+                con[n_con++] = (struct con){SIZE_MAX, ri};
+        if ((!n_ch || !n_neg) && !n_con)
             continue;
-        qsort(negs, n_neg, sizeof *negs, cmp_neg);
         size_t n_pairs = n_ch * n_neg, take = n_pairs;
         sn_free(pairs);
-        pairs = sn_calloc(n_pairs, sizeof *pairs);
+        pairs = sn_calloc(n_pairs + 1, sizeof *pairs);
         if (!pairs) {
             rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
             break;
         }
+        if (n_neg)
+            qsort(negs, n_neg, sizeof *negs, cmp_neg);
         struct sn_rng rng;
         sn_rng_seed(&rng, sn_seed_derive(b->p.seed, t->id, r));
         size_t k = 0;
@@ -523,50 +640,47 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
         }
         sn_buf_reset(&ctx);
         rc = sn_template_context(&prompt, &ctx, err);
+        struct emit_ctx ec = {b, t, r, &prompt, ctx.data, &ref, &have_ref, split, fn, user};
         for (k = 0; k < take && !rc; k++) {
             const struct neg *ng = &negs[pairs[k].ri];
-            struct sn_tuple tp;
-            char hex[65];
-            memset(&tp, 0, sizeof tp);
-            tp.prompt = prompt;
-            tp.text[SN_FIELD_CONTEXT] = ctx.data;
-            tp.text[SN_FIELD_CHOSEN] = chosen[pairs[k].ci];
-            tp.text[SN_FIELD_REJECTED] = ng->text;
-            if (!have_ref) {
-                rc = make_reference(b, t, r, &ref, err);
-                if (rc)
-                    break;
-                have_ref = true;
-            }
-            tp.text[SN_FIELD_REFERENCE] = ref.data;
-            sn_tuples_hash(tp.text, hex);
-            if (b->p.dedup) {
-                uint8_t d[32];
-                bool dup = false;
-                hex_to_digest(hex, d);
-                rc = digest_insert(&b->seen, d, &dup, err);
-                if (rc)
-                    break;
-                if (dup) {
-                    b->counts[SN_TC_DUPLICATE]++;
+            bool emitted;
+            rc = emit(&ec, chosen[pairs[k].ci], chosen_agent[pairs[k].ci],
+                      sn_role_name(SN_ROLE_HONEST), ng, &emitted, err);
+        }
+        /* the contrastive pairs: same wording, the answer made wrong (or right) */
+        char wrong[SN_ANSWER_MAX];
+        sn_tuples_wrong_answer(t->task, t->n_options, t->gold, t->adversarial_target,
+                               sn_seed_derive(sn_seed_derive(b->p.seed, t->id, r), "wrong", 0),
+                               wrong);
+        const char *const *opts = (const char *const *)t->options;
+        for (size_t c = 0; c < n_con && !rc; c++) {
+            bool emitted = false;
+            sn_buf_reset(&line);
+            if (con[c].ci != SIZE_MAX) {
+                rc = sn_tuples_swap_answer(t->task, opts, t->n_options, chosen[con[c].ci],
+                                           t->gold, wrong, &line, err);
+                if (!rc && line.data && strcmp(line.data, chosen[con[c].ci])) {
+                    struct neg ng = {line.data, chosen_agent[con[c].ci],
+                                     sn_role_name(SN_ROLE_HONEST), SN_REJ_CONTRAST, 0};
+                    rc = emit(&ec, chosen[con[c].ci], chosen_agent[con[c].ci],
+                              sn_role_name(SN_ROLE_HONEST), &ng, &emitted, err);
+                    b->counts[SN_TC_CONTRAST] += emitted;
+                }
+            } else {
+                const struct neg *ng = &negs[con[c].ri];
+                char said[SN_ANSWER_MAX];
+                const char *from = t->adversarial_target;
+                if (sn_extract_answer(ng->text, t->task, t->n_options, said))
+                    from = said;
+                if (!from || !from[0] || sn_answer_equal(from, t->gold, t->task))
                     continue;
+                rc = sn_tuples_swap_answer(t->task, opts, t->n_options, ng->text, from, t->gold,
+                                           &line, err);
+                if (!rc && line.data && strcmp(line.data, ng->text)) {
+                    rc = emit(&ec, line.data, ng->agent, "contrast", ng, &emitted, err);
+                    b->counts[SN_TC_PERSUASIVE_CORRECT] += emitted;
                 }
             }
-            tp.kind = ng->kind;
-            tp.meta.scenario = t->scenario;
-            tp.meta.dataset = t->dataset;
-            tp.meta.trajectory_id = t->id;
-            tp.meta.item_id = t->item_id;
-            tp.meta.round = (int32_t)r;
-            tp.meta.chosen_agent = chosen_agent[pairs[k].ci];
-            tp.meta.rejected_agent = ng->agent;
-            tp.meta.chosen_role = sn_role_name(SN_ROLE_HONEST);
-            tp.meta.rejected_role = ng->role;
-            tp.meta.rejected_kind = kind_names[ng->kind];
-            tp.meta.split = split;
-            tp.meta.sha256 = hex;
-            b->counts[SN_TC_TUPLES]++;
-            rc = fn(user, &tp, err);
         }
     }
     if (!rc && b->counts[SN_TC_TUPLES] == before)
@@ -581,6 +695,7 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
     sn_free(negs);
     sn_free(chosen);
     sn_free(chosen_agent);
+    sn_free(con);
     sn_free(pairs);
     return rc;
 }

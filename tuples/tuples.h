@@ -10,7 +10,8 @@
 **   chosen    = round r's messages whose own parsed answer is the gold answer, from agents
 **               whose role is honest;
 **   rejected  = adversary (and interceptor) messages of round r; AITM-tampered deliveries of
-**               round r (the rewritten copies); honest messages whose answer is wrong;
+**               round r (the rewritten copies); honest messages whose answer is wrong (all of
+**               them, only the misled ones, or none: params.rejected);
 **   reference = the dataset's gold explanation, else (hook; sn_tuples_use_llm) one written by a
 **               reference model when it names the gold answer, else a sentence built from the
 **               gold answer; it ends with "FINAL ANSWER: <gold>" like the agents' messages.
@@ -18,7 +19,9 @@
 ** messages, then honest agents that were misled (their wrong answer is the adversarial target,
 ** or they held the gold answer in an earlier round), then other wrong answers.
 ** Pairs: every (chosen, rejected) pair of the round, hardest negatives first; or at most
-** max_pairs per round: the hardest first, ties broken by a seeded shuffle.
+** max_pairs per round: the hardest first, ties broken by a seeded shuffle. Then, when asked
+** (params.contrast, params.persuasive_correct), content-contrastive pairs: a chosen message
+** against itself with its answer made wrong, an adversary's message made right against itself.
 ** Duplicates (same SHA-256 of the four texts) are dropped, the first one kept. The split is a
 ** function of one field of the trajectory (sn_tuples_split): by default its item (dataset +
 ** item id), so every debate and replicate of a question lands on the same side; trajectories
@@ -35,6 +38,7 @@
 #define SN_TUPLES_BUILDER_ID "sentinel-tuples/2" /* the selection rules above, versioned */
 
 enum sn_rejected_kind { SN_REJ_ADVERSARY, SN_REJ_TAMPERED, SN_REJ_MISLED, SN_REJ_WRONG,
+                        SN_REJ_CONTRAST, /* a chosen message with its answer made wrong */
                         SN_REJ_COUNT };
 const char *sn_rejected_kind_name(enum sn_rejected_kind k); /* "adversary", "tampered", ... */
 
@@ -54,6 +58,9 @@ enum sn_tuples_count {
     SN_TC_NO_TUPLES,       /* trajectories that gave no tuple at all */
     SN_TC_REFERENCE_FALLBACK, /* reference hook gave nothing (a model reference without the
                               ** gold answer): the templated reference was used */
+    SN_TC_CONTRAST,        /* content-contrastive pairs emitted: chosen vs its content made wrong */
+    SN_TC_PERSUASIVE_CORRECT, /* pairs emitted: an adversary's message made right vs itself */
+    SN_TC_NOT_REJECTED,    /* wrong messages the `rejected` setting leaves out */
     SN_TC_COUNT
 };
 const char *sn_tuples_count_name(enum sn_tuples_count k); /* "no_chosen", ... (JSON keys) */
@@ -68,8 +75,23 @@ int sn_split_by_parse(const char *name, enum sn_split_by *out, struct sn_err *er
 ** returned string is borrowed from t or written into buf. */
 const char *sn_split_value(const struct sn_traj *t, enum sn_split_by by, char *buf, size_t n);
 
+/* Which wrong messages become rejected (docs/formats.md "Tuple selection"): adversary and
+** tampered messages only; those and misled honest agents' messages; every wrong answer. */
+enum sn_rejected_from { SN_REJECTED_ALL, SN_REJECTED_ADVERSARY, SN_REJECTED_MISLED,
+                        SN_REJECTED_FROM_COUNT };
+const char *sn_rejected_from_name(enum sn_rejected_from r); /* "all", "adversary", "misled" */
+int sn_rejected_from_parse(const char *name, enum sn_rejected_from *out, struct sn_err *err);
+
 struct sn_tuples_params {
     size_t   max_pairs;            /* per round; 0 = all pairs */
+    enum sn_rejected_from rejected; /* default SN_REJECTED_ALL */
+    /* Content-contrastive pairs (docs/formats.md "Content-contrastive pairs"), beside the
+    ** max_pairs ones: each chosen message gives, with probability `contrast`, a pair whose
+    ** rejected is the same text with its answer made wrong (sn_tuples_swap_answer); each
+    ** adversary message gives, with probability `persuasive_correct`, a pair whose chosen is
+    ** the same text with its answer made right. Both default 0. */
+    double   contrast;
+    double   persuasive_correct;
     uint64_t seed;                 /* for the max_pairs sample */
     enum sn_split_by split_by;     /* default SN_SPLIT_BY_ITEM */
     double   validation_fraction;  /* of the split_by values; default 0.1 */
@@ -169,6 +191,18 @@ struct sn_tuples_llm {
 /* Points p's hooks (and summary_method / reference_method) at llm for its non-NULL backends.
 ** llm must outlive every builder made from p. Fails (SN_E_ARG) for a sim backend. */
 int sn_tuples_use_llm(struct sn_tuples_params *p, struct sn_tuples_llm *llm, struct sn_err *err);
+
+/* text with the answer `from` turned into `to` (tuples/tuples_contrast.c): the option letter
+** where it stands alone and is not an English word, the option's text, or (numeric) the
+** number where it is not part of a longer one; every other byte is kept. When the result's
+** extracted answer is not `to`, "\n\nFINAL ANSWER: <to>" is appended. Appends to out. */
+int  sn_tuples_swap_answer(enum sn_task task, const char *const *options, size_t n_options,
+                           const char *text, const char *from, const char *to,
+                           struct sn_buf *out, struct sn_err *err);
+/* A wrong answer for an item: its adversarial target when it has one that is not gold; else,
+** seeded, another option (multiple choice, n_options >= 2) or a slip of the gold number. */
+void sn_tuples_wrong_answer(enum sn_task task, size_t n_options, const char *gold,
+                            const char *target, uint64_t seed, char out[32]);
 
 struct sn_tuples;
 int  sn_tuples_create(const struct sn_tuples_params *p, struct sn_tuples **out,
