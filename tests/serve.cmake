@@ -1,0 +1,8 @@
+# tests/serve.cmake: the detector inside agents (docs/agents.md): `sentinel score` as a
+# coprocess, the library's sentinel (Algorithm 1) and `sentinel serve`. They score with the
+# suite's random tiny detector (tests/export_fixture.cmake).
+foreach(t test_serve_coprocess)
+  if(TEST ${t})
+    set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED tiny_detector)
+  endif()
+endforeach()
