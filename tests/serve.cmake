@@ -6,3 +6,11 @@ foreach(t test_serve_coprocess test_serve_http test_defense_sentinel)
     set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED tiny_detector)
   endif()
 endforeach()
+# The Python package (python/) under Debian's /usr/bin/python3, installed offline into a
+# temporary prefix with the C library, checked against it to the bit (tests/python_package.py).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME python_package COMMAND /usr/bin/python3
+           ${CMAKE_CURRENT_SOURCE_DIR}/python_package.py)
+  set_tests_properties(python_package PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 900
+                       FIXTURES_REQUIRED tiny_detector)
+endif()
