@@ -130,10 +130,6 @@ static int score_job(struct sn_serve *s, struct sn_detector *d, struct job *j, f
     struct sn_serve_req *r = &j->req;
     struct sn_err *err = &j->err;
     int rc = SN_OK;
-    if (r->kind == SN_SERVE_ROUND) {
-        rc = sn_serve_session_round(j->session, d, r, &j->reply, &j->status, err);
-        return rc;
-    }
     size_t tokens = 0;
     if ((rc = count_tokens(d, r, &tokens, err))) {
         j->status = 400;
@@ -145,6 +141,8 @@ static int score_job(struct sn_serve *s, struct sn_detector *d, struct job *j, f
                           "takes in one request (--max-request-tokens %zu); split it", tokens,
                           s->p.max_tokens);
     }
+    if (r->kind == SN_SERVE_ROUND)
+        return sn_serve_session_round(j->session, d, r, &j->reply, &j->status, err);
     if (r->shared)
         rc = sn_detector_score_shared(d, r->contexts[0], r->texts, r->n, sc, err);
     else

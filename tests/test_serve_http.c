@@ -485,6 +485,17 @@ int main(void)
     check_error("round out of order", 409, &r, "expects round 3");
     http("POST", path, "{\"messages\":[{\"agent\":64,\"text\":\"x\"}]}", KEY, &r);
     check_error("bad agent", 400, &r, "messages[0]");
+    {
+        char longer[6000];
+        size_t at = (size_t)snprintf(longer, sizeof longer, "{\"messages\":[{\"agent\":0,"
+                                     "\"text\":\"");
+        for (int w = 0; at < 5000; w++)
+            at += (size_t)snprintf(longer + at, sizeof longer - at, "w%d ", w);
+        snprintf(longer + at, sizeof longer - at, "\"}]}");
+        http("POST", path, longer, KEY, &r);
+        check_error("a round with too many tokens", 413, &r, "tokens");
+        CHECK(http("GET", path, NULL, KEY, &r) == 405); /* rounds take POST */
+    }
     /* the session limit (3), then room again after a DELETE */
     char third[64];
     snprintf(third, sizeof third, "%s", new_session("{\"task\":\"T\",\"sentinels\":[1]}", &r));
