@@ -8,8 +8,9 @@
 **   - errors with their status and message, the server serving on after each: malformed JSON,
 **     an unknown field, an oversized body, too many tokens, too many items, an unknown debate
 **     id, a round out of order, too many sessions, a wrong key, a wrong method or path;
-**   - a full queue (workers paused: no timing) gets 503 with Retry-After; a slow client is cut
-**     off by the connection timeout; a client that disconnects mid-body or before its reply;
+**   - a full queue (workers paused: no timing) gets 503 with Retry-After, and so does a request
+**     no worker takes within the queue wait; a slow client is cut off by the connection timeout;
+**     a client that disconnects mid-body or before its reply;
 **   - two sessions posting rounds at the same time keep their own blacklists;
 **   - a graceful stop with a request in flight answers it;
 **   - the `sentinel serve` command: SIGTERM ends it with status 0.
@@ -564,6 +565,25 @@ int main(void)
     pthread_join(fl.th, NULL);
     CHECK_MSG(fl.r.status == 200, "in flight at stop: %ld %s", fl.r.status, fl.r.body);
     CHECK(http("GET", "/health", NULL, NULL, &r) == 0); /* nothing listens any more */
+
+    /* a request no worker takes within --queue-wait gets 503 (workers paused: it cannot be
+    ** taken, so only the wait's lower bound matters) */
+    struct sn_serve_params p2 = sn_serve_default_params();
+    p2.queue_wait_s = 0.3;
+    struct sn_serve *s2 = NULL;
+    CHECK_MSG(sn_serve_start(gguf, &p2, &s2, &err) == SN_OK, "%s", err.msg);
+    if (s2) {
+        port = sn_serve_port(s2);
+        CHECK(sn_serve_wait_ready(s2, &err) == SN_OK);
+        sn_serve_pause(s2, true);
+        http("POST", "/v1/score", "{\"context\":\"c\",\"response\":\"r\"}", NULL, &r);
+        check_error("queue wait", 503, &r, "--queue-wait");
+        CHECK(sn_serve_queued(s2) == 0);
+        sn_serve_pause(s2, false);
+        CHECK(http("POST", "/v1/score", "{\"context\":\"c\",\"response\":\"r\"}", NULL,
+                   &r) == 200);
+        sn_serve_stop(s2);
+    }
 
     cli_sigterm(dir);
     sn_detector_free(d);
