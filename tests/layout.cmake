@@ -42,6 +42,10 @@ sn_link_check(layout_tuples_links link_tuples tuples.c sn_tuples
 # The simulator needs neither the tuple builder nor shards: no HDF5 (docs/design.md §3).
 sn_link_check(layout_sim_links_without_hdf5 link_sim sim.c sn_sim
               "(lib|-l)(hdf5|${SN_TORCH_RE}|openblas)")
+sn_link_check(layout_defense_links link_defense defense.c sn_defense
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas|microhttpd)")
+sn_link_check(layout_serve_links link_serve serve.c sn_serve
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|sn_hf)")
 sn_link_check(layout_hf_links link_hf hf.c sn_hf
               "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas)")
 sn_link_check(layout_export_runtime_links link_export_runtime export_runtime.c sn_export_runtime

@@ -97,6 +97,9 @@ def child(tmp):
     t = sd.task_text("2+2?", ["3", "4"])
     check(t == "Question: 2+2?\nOptions:\nA. 3\nB. 4", "task_text: %r" % t)
     check(sd.task_text("2+2?") == "Question: 2+2?", "task_text numeric")
+    check(sd.extract_answer("So it is (B). FINAL ANSWER: B", 4) == "B", "extract_answer mc")
+    check(sd.extract_answer("12/4 = 3. FINAL ANSWER: 3.0") == "3", "extract_answer numeric")
+    check(sd.extract_answer("no idea", 4) is None, "extract_answer none")
     e = sd.history_entry(0, 3, "I am sure. It is 5. More text.\nFINAL ANSWER: 5", "5")
     check(e == "Round 1, agent 3 (answer 5): I am sure. It is 5.", "history_entry: %r" % e)
 
