@@ -47,6 +47,7 @@ int sn_cli_score_jsonl(const char *path, const struct sn_cli_pair_scorer *s,
                        struct sn_err *err);
 int sn_cli_score_pair_files(const char *context_file, const char *response_file,
                             const struct sn_cli_pair_scorer *s, struct sn_err *err);
+int sn_cmd_serve(int argc, char **argv);
 int sn_cmd_stats(int argc, char **argv);
 int sn_cmd_tokenize(int argc, char **argv);
 int sn_cmd_inspect(int argc, char **argv);

@@ -27,7 +27,8 @@ static void usage(FILE *f)
         "  (default)            stdin lines of UTF-8 text, each tokenized with the GGUF's\n"
         "                       tokenizer and scored as it is (no template)\n"
         "  --ids                stdin lines of space-separated token ids, scored as they are\n"
-        "  --jsonl FILE         JSON Lines ('-' = stdin): {\"context\": C, \"response\": R} scores\n"
+        "  --jsonl FILE         JSON Lines ('-' = stdin; each line answered as it arrives, so\n"
+        "                       it runs as a coprocess): {\"context\": C, \"response\": R} scores\n"
         "                       R(R + C) with the prompt template stored in the GGUF (as in\n"
         "                       training); {\"context\": C, \"responses\": [R1, ...]} scores each\n"
         "                       response with the context's tokens computed once\n"
@@ -104,8 +105,10 @@ static int score_lines(struct sn_detector *d, bool ids_mode, bool exact, struct 
             sn_err_wrap(err, "stdin:%llu", (unsigned long long)lineno);
             if (err->code == SN_E_ARG)  /* a bad input line fails the job; not a usage error */
                 err->code = SN_E_FORMAT;
-        } else
+        } else {
             print_reward(r, exact);
+            fflush(stdout); /* each answer as its line is read: usable as a coprocess */
+        }
     }
     free(line);
     sn_ids_free(&ids);
@@ -173,6 +176,8 @@ int sn_cli_score_jsonl(const char *path, const struct sn_cli_pair_scorer *sc,
         }
         if (rc && strncmp(err->msg, where, strlen(where))) /* one location prefix, not two */
             sn_err_wrap(err, "%s", where);
+        else
+            fflush(stdout); /* each line's answers before the next is read (a coprocess) */
         cJSON_Delete(j);
     }
     sn_lines_close(lr);

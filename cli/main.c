@@ -17,6 +17,7 @@ static const struct {
     {"export",   sn_cmd_export,   "checkpoint -> GGUF detector (+ PEFT adapter)"},
     {"eval",     sn_cmd_eval,     "detection accuracy, FPR, FNR and accuracy recovery"},
     {"score",    sn_cmd_score,    "reward of responses given a context"},
+    {"serve",    sn_cmd_serve,    "the detector and Algorithm 1 over HTTP (score, rerank, debate sessions)"},
     {"stats",    sn_cmd_stats,    "group-dynamics metrics on trajectories (SDI, FAT, NAC, DC/DM, ...)"},
     {"tokenize", sn_cmd_tokenize, "text -> token ids (or back with --decode)"},
     {"inspect",  sn_cmd_inspect,  "what is inside a shard, checkpoint, GGUF or trajectory file"},

@@ -153,7 +153,10 @@ int  sn_rename_durable(const char *from, const char *to, struct sn_err *err);
 ** Lines are returned without the trailing newline; *lineno counts from 1. A final line without
 ** a newline is returned with *complete = false (a kill mid-write leaves one), so callers can
 ** tell a partial record from a whole one. A gzip file cut short gives SN_E_FORMAT naming the
-** file and the last good line. Lines longer than max_line (0 = 256 MiB) give SN_E_FORMAT. */
+** file and the last good line. Lines longer than max_line (0 = 256 MiB) give SN_E_FORMAT.
+** A pipe, socket or terminal is read with read(2) as bytes arrive (a regular file in whole
+** buffers), so each line is returned as soon as its newline is there: a coprocess reading
+** requests from a pipe answers one before the next is written. */
 struct sn_lines;
 int  sn_lines_open(const char *path, size_t max_line, struct sn_lines **out, struct sn_err *err);
 /* Returns SN_OK with *line set, SN_OK with *line = NULL at end of file, or an error.

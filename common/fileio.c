@@ -441,9 +441,35 @@ struct sn_lines {
     struct sn_buf line;
     uint64_t lineno;
     bool     eof;
+    bool     stream;        /* a pipe, socket or terminal: read(2) what is there, never wait
+                            ** for a full buffer, so a coprocess sees each line as it arrives */
 };
 
 enum { LINES_CHUNK = 1 << 16, LINES_RAW = 1 << 16 };
+
+/* Fills r->raw from r->f: a regular file by fread (whole buffers), a stream by one read(2)
+** that returns as soon as any bytes are there (retried on EINTR). *got = 0 at end of input. */
+static int raw_read(struct sn_lines *r, size_t *got, struct sn_err *err)
+{
+    *got = 0;
+    if (!r->stream) {
+        *got = fread(r->raw, 1, LINES_RAW, r->f);
+        if (ferror(r->f))
+            return sn_err_set(err, SN_E_IO, "%s: read error at byte %llu", r->path,
+                              (unsigned long long)r->raw_offset);
+        return SN_OK;
+    }
+    for (;;) {
+        ssize_t n = read(fileno(r->f), r->raw, LINES_RAW);
+        if (n >= 0) {
+            *got = (size_t)n;
+            return SN_OK;
+        }
+        if (errno != EINTR)
+            return sn_err_set(err, SN_E_IO, "%s: read error at byte %llu: %s", r->path,
+                              (unsigned long long)r->raw_offset, strerror(errno));
+    }
+}
 
 int sn_lines_open(const char *path, size_t max_line, struct sn_lines **out, struct sn_err *err)
 {
@@ -466,8 +492,29 @@ int sn_lines_open(const char *path, size_t max_line, struct sn_lines **out, stru
         sn_lines_close(r);
         return rc;
     }
-    r->raw_len = fread(r->raw, 1, LINES_RAW, r->f);
-    r->raw_eof = r->raw_len < LINES_RAW;
+    struct stat st;
+    r->stream = fstat(fileno(r->f), &st) == 0 && !S_ISREG(st.st_mode);
+    int rc = raw_read(r, &r->raw_len, err);
+    /* the gzip magic is two bytes: a stream may deliver the first alone */
+    while (!rc && r->stream && r->raw_len == 1 && r->raw[0] == 0x1f) {
+        size_t more = 0;
+        ssize_t n;
+        do
+            n = read(fileno(r->f), r->raw + 1, LINES_RAW - 1);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+            rc = sn_err_set(err, SN_E_IO, "%s: read error: %s", path, strerror(errno));
+        else
+            more = (size_t)n;
+        r->raw_len += more;
+        if (!more)
+            break;
+    }
+    if (rc) {
+        sn_lines_close(r);
+        return rc;
+    }
+    r->raw_eof = r->stream ? r->raw_len == 0 : r->raw_len < LINES_RAW;
     r->is_gzip = r->raw_len >= 2 && r->raw[0] == 0x1f && r->raw[1] == 0x8b;
     if (r->is_gzip) {
         /* 16 + MAX_WBITS: gzip wrapper only. Members are decoded one after another (a file
@@ -488,12 +535,11 @@ static int raw_refill(struct sn_lines *r, struct sn_err *err)
     if (r->raw_pos < r->raw_len || r->raw_eof)
         return SN_OK;
     r->raw_offset += r->raw_len;
-    r->raw_len = fread(r->raw, 1, LINES_RAW, r->f);
     r->raw_pos = 0;
-    if (ferror(r->f))
-        return sn_err_set(err, SN_E_IO, "%s: read error at byte %llu", r->path,
-                          (unsigned long long)r->raw_offset);
-    if (r->raw_len < LINES_RAW)
+    int rc = raw_read(r, &r->raw_len, err);
+    if (rc)
+        return rc;
+    if (r->stream ? r->raw_len == 0 : r->raw_len < LINES_RAW)
         r->raw_eof = true;
     return SN_OK;
 }

@@ -1,6 +1,6 @@
 /* eval/detect.c: offline replay of recorded debates through Algorithm 1 with any ranker, and
 ** the detection metrics of docs/eval.md (SentinelNet paper, 5.1.6 "Evaluation Metrics").
-** The bottom-k step is sn_defense_bottom_k (sim/defense.c), the engine's own. */
+** The bottom-k step is sn_defense_bottom_k (defense/defense.h), the engine's own. */
 #include "eval/detect_internal.h"
 
 #include <math.h>

@@ -833,6 +833,27 @@ static int encode(struct sn_detector *d, const char *context, const char *respon
                               NULL, err);
 }
 
+int sn_detector_score_prompt(struct sn_detector *d, const char *task,
+                             const char *const *history, size_t n_history,
+                             const char *const *responses, size_t n, float *scores,
+                             struct sn_err *err)
+{
+    struct sn_prompt pr = {0};
+    pr.system = d->system;
+    pr.task = task ? task : "";
+    pr.history = history;
+    pr.n_history = n_history;
+    for (size_t i = 0; i < n; i++) {
+        int rc = sn_template_encode(d->tok, &pr, responses[i] ? responses[i] : "", d->max_len,
+                                    &d->ids, NULL, NULL, err);
+        if (!rc)
+            rc = sn_detector_score_ids(d, d->ids.v, d->ids.n, &scores[i], NULL, err);
+        if (rc)
+            return sn_err_wrap(err, "response %zu", i);
+    }
+    return SN_OK;
+}
+
 int sn_detector_score(struct sn_detector *d, const char *context, const char *response,
                       float *score, struct sn_err *err)
 {

@@ -176,5 +176,14 @@ int  sn_detector_score_batch(struct sn_detector *d, const char *const *contexts,
 int  sn_detector_score_shared(struct sn_detector *d, const char *context,
                               const char *const *responses, size_t n, float *scores,
                               struct sn_err *err);
+/* n responses to a context given as its parts: the task text and the history entries, oldest
+** first (context/context.h renders both). Unlike a rendered context passed to
+** sn_detector_score, a sequence longer than max_len drops whole history entries, oldest first,
+** as the tuple builder's sequences did in training (tokenizer/template.h). Each response is
+** scored on its own (no shared prefix), as `sentinel eval` scores a debate's messages. */
+int  sn_detector_score_prompt(struct sn_detector *d, const char *task,
+                              const char *const *history, size_t n_history,
+                              const char *const *responses, size_t n, float *scores,
+                              struct sn_err *err);
 
 #endif

@@ -9,6 +9,7 @@ pkgs=(
   libhdf5-dev hdf5-tools                   # shards
   libcjson-dev zlib1g-dev                  # recipes, trajectories
   libcurl4-openssl-dev                     # openai backend
+  libmicrohttpd-dev                        # sentinel serve (serve/): HTTP server
   libpcre2-dev libutf8proc-dev             # tokenizer: pre-split regex (Unicode classes), NFC
   clang                                    # fuzz targets (libFuzzer)
   python3 python3-torch python3-h5py python3-numpy   # independent references in tests

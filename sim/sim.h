@@ -18,6 +18,7 @@
 #define SN_SIM_H
 #include "common/common.h"
 #include "data/data.h"
+#include "defense/defense.h"
 #include "llm/llm.h"
 
 #define SN_PROMPT_VERSION "sentinel-prompts/1"
@@ -152,16 +153,6 @@ struct sn_defense_scorer {
     ** sn_context_params); the runtime detector's GGUF stores them. */
     unsigned history_sentences, history_chars;
 };
-/* Which messages line 8 of Algorithm 1 ranks. */
-enum sn_defense_rule {
-    SN_DEFENSE_RULE_ALL,      /* default, the paper: every received message, blacklisted
-                              ** senders included; the bottom-k join the blacklist (a sender
-                              ** already on it takes one of the k places again) */
-    SN_DEFENSE_RULE_UNLISTED, /* the earlier rule: bottom-k among senders not yet blacklisted,
-                              ** so every round adds k new senders while there are any */
-    SN_DEFENSE_RULE_COUNT
-};
-const char *sn_defense_rule_name(enum sn_defense_rule r); /* "all", "unlisted" */
 struct sn_defense_config {
     char name[16];     /* "none" or "sentinel" */
     int  bottom_k;     /* sentinel: senders blacklisted per round per receiver (default 1) */
@@ -175,20 +166,9 @@ struct sn_defense_config {
 int sn_defense_config_parse(const cJSON *spec, const char *where, struct sn_defense_config *out,
                             struct sn_err *err);
 
-/* Lines 8-10 of Algorithm 1 for one sentinel and one round, the one implementation (the engine's
-** filter below and `sentinel eval`'s replay both call it). sender[i], score[i] for i < n: the
-** messages received this round (one per sender; a repeated sender counts once, at its lowest
-** score). Returns blacklist ∪ B_t, B_t = the min(k, candidates) distinct senders of lowest score,
-** candidates = all senders (SN_DEFENSE_RULE_ALL) or those not in blacklist (UNLISTED).
-** A NaN score ranks lowest. Ties: equal scores are ordered by sn_defense_tie_key(tie_seed,
-** sender), a seeded hash, so no slot is favoured (a rule "lower id first" would hand every tie to
-** adversaries placed in the low slots); ties still equal after that go to the lower sender id.
-** Senders outside [0, 64) are ignored. Never allocates. */
-uint64_t sn_defense_bottom_k(uint64_t blacklist, const int *sender, const double *score, size_t n,
-                             int k, enum sn_defense_rule rule, uint64_t tie_seed);
-uint64_t sn_defense_tie_key(uint64_t tie_seed, int sender);
-/* The tie seed sn_defense_filter passes for (receiver, round) given the debate's tie seed. */
-uint64_t sn_defense_round_seed(uint64_t tie_seed, int receiver, int round);
+/* The bottom-k step itself (sn_defense_bottom_k, the tie rule, the round seed) and the rule
+** enum are defense/defense.h's: the runtime library ships the same code. */
+
 
 struct sn_defense; /* per-debate state (blacklists) */
 int  sn_defense_create(const struct sn_defense_config *cfg, int n_agents,

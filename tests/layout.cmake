@@ -42,6 +42,10 @@ sn_link_check(layout_tuples_links link_tuples tuples.c sn_tuples
 # The simulator needs neither the tuple builder nor shards: no HDF5 (docs/design.md §3).
 sn_link_check(layout_sim_links_without_hdf5 link_sim sim.c sn_sim
               "(lib|-l)(hdf5|${SN_TORCH_RE}|openblas)")
+sn_link_check(layout_defense_links link_defense defense.c sn_defense
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas|microhttpd)")
+sn_link_check(layout_serve_links link_serve serve.c sn_serve
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|sn_hf)")
 sn_link_check(layout_hf_links link_hf hf.c sn_hf
               "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|openblas)")
 sn_link_check(layout_export_runtime_links link_export_runtime export_runtime.c sn_export_runtime
@@ -60,7 +64,7 @@ if(SENTINEL_WITH_TORCH)
   sn_link_check(layout_train_links link_train train.c sn_train "(lib|-l)(openblas)" link-only)
 endif()
 # The runtime detector library agents embed (docs/export.md): GGUF, OpenBLAS and the tokenizer,
-# never HDF5, libcurl or libtorch.
+# never HDF5, libcurl, libtorch or the HTTP server's libmicrohttpd (docs/agents.md).
 # The checks have teeth: a program that does link libcurl (the llm one), and the detector library,
 # which does link OpenBLAS, must each fail when that is what is forbidden.
 add_test(NAME layout_links_self_test_program
@@ -73,7 +77,7 @@ set_tests_properties(layout_links_self_test_program layout_links_self_test_libra
                      PROPERTIES PASS_REGULAR_EXPRESSION "links what it must not")
 add_test(NAME layout_detector_library_links
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check_links.sh
-                 $<TARGET_FILE:sentinel_detector> "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|sn_hf)"
+                 $<TARGET_FILE:sentinel_detector> "(lib|-l)(curl|hdf5|microhttpd|${SN_TORCH_RE}|sn_hf)"
                  ${CMAKE_BINARY_DIR}/CMakeFiles/sentinel_detector.dir/link.txt)
 # ... and it is compiled from sources, not linked from sn_hf, so also: no hf/ code inside it (the
 # Hugging Face formats: sn_hf_*, the safetensors sn_st_*, config.json's sn_model_config_*).

@@ -1,0 +1,16 @@
+# tests/serve.cmake: the detector inside agents (docs/agents.md): `sentinel score` as a
+# coprocess, the library's sentinel (Algorithm 1) and `sentinel serve`. They score with the
+# suite's random tiny detector (tests/export_fixture.cmake).
+foreach(t test_serve_coprocess test_serve_http test_defense_sentinel)
+  if(TEST ${t})
+    set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED tiny_detector)
+  endif()
+endforeach()
+# The Python package (python/) under Debian's /usr/bin/python3, installed offline into a
+# temporary prefix with the C library, checked against it to the bit (tests/python_package.py).
+if(EXISTS /usr/bin/python3)
+  add_test(NAME python_package COMMAND /usr/bin/python3
+           ${CMAKE_CURRENT_SOURCE_DIR}/python_package.py)
+  set_tests_properties(python_package PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 900
+                       FIXTURES_REQUIRED tiny_detector)
+endif()
