@@ -46,8 +46,9 @@ class _Buf(ctypes.Structure):
 
 
 class _DetParams(ctypes.Structure):
+    # struct sn_detector_params of export/export.h, field for field
     _fields_ = [("n_threads", ctypes.c_int), ("max_tokens", ctypes.c_int),
-                ("max_batch", ctypes.c_int)]
+                ("max_batch", ctypes.c_int), ("kernels", ctypes.c_char_p)]
 
 
 class _SentParams(ctypes.Structure):
@@ -191,13 +192,16 @@ class Detector:
     """A runtime detector (a GGUF written by `sentinel export`): R(response + context).
 
     threads: OpenBLAS threads (0 = OpenBLAS's default rule from the environment); the same
-    GGUF, input and threads give the same bits as the C library and `sentinel score`."""
+    GGUF, input and threads give the same bits as the C library and `sentinel score`.
+    kernels: as `sentinel score --kernels` (docs/export.md "Weight formats and kernels");
+    None = the SENTINEL_KERNELS environment variable, else "auto"."""
 
-    def __init__(self, path, threads=1, max_tokens=0):
+    def __init__(self, path, threads=1, max_tokens=0, kernels=None):
         lib = _load()
         p = lib.sn_detector_default_params()
         p.n_threads = int(threads)
         p.max_tokens = int(max_tokens)
+        p.kernels = _b(kernels) if kernels else None  # None: SENTINEL_KERNELS, else "auto"
         h = ctypes.c_void_p()
         err = _Err()
         _check(lib.sn_detector_open(_b(os.fspath(path)), ctypes.byref(p), ctypes.byref(h),
