@@ -15,8 +15,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>

@@ -25,7 +25,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: sentinel score {--model MODEL_DIR [--adapter CKPT_DIR] | --checkpoint DIR [--last]}\n"
+        "usage: sentinel score {--model MODEL_DIR [--adapter CKPT_DIR] |\n"
+        "                       --checkpoint DIR [--last]}\n"
         "                      [--ids | --jsonl FILE |\n"
         "                      --context FILE --response FILE] [--batch N] [--threads N]\n"
         "                      [--max-tokens N]\n"

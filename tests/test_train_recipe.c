@@ -297,7 +297,8 @@ static void test_export_eval(void)
                   "eval.gen_tokens_per_s = -1");
     SECTION_FAILS(eval_fn, &e, "{\"eval\": {\"k\": 1}}", "needs eval.dataset");
     /* the import shape: its own keys, and sets that name import sets */
-    const char *imp = "{\"import\": {\"sets\": [{\"name\": \"a\"}]}, \"eval\": {\"sets\": [\"a\"]}}";
+    const char *imp = "{\"import\": {\"sets\": [{\"name\": \"a\"}]}, "
+                      "\"eval\": {\"sets\": [\"a\"]}}";
     CHECK_MSG(decode_section(imp, eval_fn, &e, &err) == SN_OK && e.imported, "%s", err.msg);
     SECTION_FAILS(eval_fn, &e, "{\"import\": {\"sets\": [{\"name\": \"a\"}]}, "
                   "\"eval\": {\"sets\": [\"b\"]}}", "'b' is not the name of an import set");
