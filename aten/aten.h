@@ -38,26 +38,13 @@
 extern "C" { /* common/common.h has no linkage block of its own */
 #endif
 #include "common/common.h"
+#include "aten/dtype.h"
 
 /* ---- types -------------------------------------------------------------------------------- */
 
 struct sn_tensor;   /* opaque: one at::Tensor */
 struct sn_aten_gen; /* opaque: a seeded random generator (at::Generator) */
 struct sn_dist;     /* opaque: a c10d process group (+ its store) */
-
-enum sn_dtype {
-    SN_DTYPE_F32,
-    SN_DTYPE_F64,
-    SN_DTYPE_BF16,
-    SN_DTYPE_F16,
-    SN_DTYPE_I32,
-    SN_DTYPE_I64,
-    SN_DTYPE_BOOL, /* one byte per element, 0 or 1 */
-    SN_DTYPE_U8,
-    SN_DTYPE_COUNT /* append above; never renumber */
-};
-const char *sn_dtype_name(enum sn_dtype dt);  /* "f32", "bf16", ...; "?" if out of range */
-size_t      sn_dtype_size(enum sn_dtype dt);  /* bytes per element; 0 if out of range */
 
 enum sn_device_type { SN_DEVICE_CPU, SN_DEVICE_CUDA };
 struct sn_device {

@@ -140,20 +140,6 @@ static at::ScalarType draw_type(at::ScalarType st)
 
 // ---- dtype, device, runtime --------------------------------------------------------------
 
-extern "C" const char *sn_dtype_name(enum sn_dtype dt)
-{
-    static const char *const names[] = {"f32", "f64", "bf16", "f16", "i32", "i64", "bool", "u8"};
-    static_assert(sizeof names / sizeof names[0] == SN_DTYPE_COUNT, "names out of sync");
-    return (unsigned)dt < SN_DTYPE_COUNT ? names[dt] : "?";
-}
-
-extern "C" size_t sn_dtype_size(enum sn_dtype dt)
-{
-    static const size_t sizes[] = {4, 8, 2, 2, 4, 8, 1, 1};
-    static_assert(sizeof sizes / sizeof sizes[0] == SN_DTYPE_COUNT, "sizes out of sync");
-    return (unsigned)dt < SN_DTYPE_COUNT ? sizes[dt] : 0;
-}
-
 extern "C" int sn_aten_device_parse(const char *s, struct sn_device *dev, struct sn_err *err)
 {
     if (!s || !dev)

@@ -8,8 +8,10 @@
 ** process raise SIGKILL right after the K-th tuple it tokenized and handed to the shard set,
 ** so tests can interrupt a build at a deterministic point mid-shard. */
 #include "cli/cli.h"
-#include "tuples/tuples.h"
+#include "cli/recipe_check.h"
 #include "sim/sim.h" /* sn_sim_endpoint_open: "sim" endpoints, refused by the builder */
+#include "tuples/recipe.h"
+#include "tuples/tuples.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -24,14 +26,6 @@ static void on_signal(int sig)
 {
     cancel_flag = sig;
 }
-
-static const char *const build_keys[] = {
-    "inputs", "out", "tokenizer", "max_len", "shard_size", "max_pairs", "seed",
-    "validation_fraction", "test_fraction", "split_seed", "split_by", "validation", "test",
-    "history_sentences", "history_chars",
-    "dedup", "skip_bad", "deflate_level", "summary", "reference", "summary_endpoint",
-    "reference_endpoint", "summary_sentences", "rejected", "contrast", "persuasive_correct",
-    NULL};
 
 static void usage(FILE *f)
 {
@@ -68,11 +62,7 @@ static void usage(FILE *f)
 "split_seed (0), validation and test (lists of split_by values),\n"
 "history_sentences (2), history_chars (300), dedup (true), skip_bad (false),\n"
 "deflate_level (1), summary, summary_endpoint, summary_sentences (3), reference,\n"
-"reference_endpoint, rejected (all), contrast (0), persuasive_correct (0):\n"
-"  rejected: which wrong messages become rejected: all, adversary (adversary and tampered\n"
-"    messages only) or misled (those and misled honest agents)\n"
-"  contrast / persuasive_correct: per chosen / adversary message, the probability of a\n"
-"    content-contrastive pair (the same text with its answer made wrong / right)\n"
+"reference_endpoint:\n"
 "  summary \"extractive\" (default): each earlier message as \"Round t, agent k (answer X):\n"
 "    <first sentences>\"; \"llm\": one summary of the earlier rounds per round, written by\n"
 "    build.summary_endpoint (prompt sentinel-summary/1, at most summary_sentences\n"
@@ -126,19 +116,6 @@ static int on_progress(void *user, const struct sn_build_progress *p)
     return 0;
 }
 
-/* Reads one integer key of the build section into *out (unchanged when absent). */
-static int get_size(const cJSON *sec, const char *key, size_t *out, struct sn_err *err)
-{
-    int64_t v;
-    int rc = sn_json_get_int(sec, "build", key, (int64_t)*out, &v, err);
-    if (!rc && v < 0)
-        rc = sn_err_set(err, SN_E_ARG, "recipe: build.%s = %" PRId64 " must not be negative",
-                        key, v);
-    if (!rc)
-        *out = (size_t)v;
-    return rc;
-}
-
 static int parse_size(const char *opt, const char *s, size_t *out)
 {
     uint64_t v;
@@ -146,181 +123,6 @@ static int parse_size(const char *opt, const char *s, size_t *out)
         return sn_cli_usage_error("build", "%s '%s': expected a non-negative integer", opt, s);
     *out = (size_t)v;
     return 0;
-}
-
-/* The endpoint object named by build.<key>: an inline object, or the name of an entry of
-** simulate.endpoints. */
-static int resolve_endpoint(const cJSON *recipe, const cJSON *sec, const char *key,
-                            const char *why, const cJSON **out, struct sn_err *err)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sec, key);
-    *out = NULL;
-    if (!v)
-        return sn_err_set(err, SN_E_ARG, "recipe: %s needs build.%s (an endpoint object, or the "
-                          "name of one in simulate.endpoints)", why, key);
-    if (cJSON_IsString(v)) {
-        const cJSON *sim = cJSON_GetObjectItemCaseSensitive(recipe, "simulate");
-        const cJSON *eps = cJSON_GetObjectItemCaseSensitive(sim, "endpoints");
-        const cJSON *e = cJSON_IsObject(eps) ? cJSON_GetObjectItemCaseSensitive(eps, v->valuestring)
-                                             : NULL;
-        if (!e) {
-            const char *best = NULL;
-            size_t bd = (size_t)-1;
-            const cJSON *c;
-            if (cJSON_IsObject(eps))
-                cJSON_ArrayForEach(c, eps) {
-                    size_t d = sn_edit_distance(v->valuestring, c->string);
-                    if (d < bd) {
-                        bd = d;
-                        best = c->string;
-                    }
-                }
-            if (best)
-                return sn_err_set(err, SN_E_ARG, "recipe: build.%s = '%s' is not an endpoint in "
-                                  "simulate.endpoints (did you mean '%s'?)", key, v->valuestring,
-                                  best);
-            return sn_err_set(err, SN_E_ARG, "recipe: build.%s = '%s' is not an endpoint in "
-                              "simulate.endpoints (declare it there, or give an object)", key,
-                              v->valuestring);
-        }
-        v = e;
-    }
-    if (!cJSON_IsObject(v))
-        return sn_err_set(err, SN_E_ARG, "recipe: build.%s: expected an endpoint object or the "
-                          "name of one in simulate.endpoints", key);
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(v, "kind");
-    if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "sim"))
-        return sn_err_set(err, SN_E_ARG, "recipe: build.%s: the sim backend cannot write "
-                          "summaries or references (its agents answer debate-engine requests "
-                          "only); use an openai endpoint", key);
-    *out = v;
-    return SN_OK;
-}
-
-static int from_recipe(const cJSON *recipe, struct sn_build_params *p, const char **tokenizer,
-                       const char **out, const cJSON **inputs, const cJSON **sum_ep,
-                       const cJSON **ref_ep, size_t *sum_sentences, struct sn_err *err)
-{
-    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(recipe, "build");
-    if (!sec)
-        return SN_OK;
-    if (!cJSON_IsObject(sec))
-        return sn_err_set(err, SN_E_ARG, "recipe: 'build' must be an object");
-    int rc = sn_recipe_check_keys(sec, "build", build_keys, err);
-    if (rc)
-        return rc;
-    struct sn_tuples_params *t = &p->tuples;
-    int64_t seed = 0, split_seed = 0, deflate = p->deflate_level;
-    const char *summary = "extractive", *reference = "dataset";
-    if ((rc = get_size(sec, "max_len", &p->max_len, err)) ||
-        (rc = get_size(sec, "shard_size", &p->shard_size, err)) ||
-        (rc = get_size(sec, "max_pairs", &t->max_pairs, err)) ||
-        (rc = get_size(sec, "history_sentences", &t->context.history_sentences, err)) ||
-        (rc = get_size(sec, "history_chars", &t->context.history_chars, err)) ||
-        (rc = get_size(sec, "summary_sentences", sum_sentences, err)) ||
-        (rc = sn_json_get_int(sec, "build", "seed", 0, &seed, err)) ||
-        (rc = sn_json_get_int(sec, "build", "split_seed", 0, &split_seed, err)) ||
-        (rc = sn_json_get_int(sec, "build", "deflate_level", deflate, &deflate, err)) ||
-        (rc = sn_json_get_double(sec, "build", "validation_fraction", t->validation_fraction,
-                                 &t->validation_fraction, err)) ||
-        (rc = sn_json_get_double(sec, "build", "test_fraction", t->test_fraction,
-                                 &t->test_fraction, err)) ||
-        (rc = sn_json_get_bool(sec, "build", "dedup", t->dedup, &t->dedup, err)) ||
-        (rc = sn_json_get_bool(sec, "build", "skip_bad", p->skip_bad, &p->skip_bad, err)) ||
-        (rc = sn_json_get_string(sec, "build", "summary", summary, &summary, err)) ||
-        (rc = sn_json_get_string(sec, "build", "reference", reference, &reference, err)) ||
-        (rc = sn_json_get_string(sec, "build", "tokenizer", *tokenizer, tokenizer, err)) ||
-        (rc = sn_json_get_string(sec, "build", "out", *out, out, err)))
-        return rc;
-    if (deflate < 0 || deflate > 9)
-        return sn_err_set(err, SN_E_ARG, "recipe: build.deflate_level = %" PRId64 " must be "
-                          "0..9", deflate);
-    p->deflate_level = (int)deflate;
-    t->seed = (uint64_t)seed;
-    t->split_seed = (uint64_t)split_seed;
-    const char *split_by = "item", *rejected = sn_rejected_from_name(t->rejected);
-    if ((rc = sn_json_get_string(sec, "build", "split_by", split_by, &split_by, err)) ||
-        (rc = sn_json_get_string(sec, "build", "rejected", rejected, &rejected, err)) ||
-        (rc = sn_json_get_double(sec, "build", "contrast", t->contrast, &t->contrast, err)) ||
-        (rc = sn_json_get_double(sec, "build", "persuasive_correct", t->persuasive_correct,
-                                 &t->persuasive_correct, err)))
-        return rc;
-    if ((rc = sn_rejected_from_parse(rejected, &t->rejected, err)))
-        return sn_err_wrap(err, "recipe: build");
-    if (!(t->contrast >= 0.0 && t->contrast <= 1.0) ||
-        !(t->persuasive_correct >= 0.0 && t->persuasive_correct <= 1.0))
-        return sn_err_set(err, SN_E_ARG, "recipe: build.contrast and build.persuasive_correct "
-                          "are probabilities in [0, 1] (docs/formats.md \"Content-contrastive "
-                          "pairs\")");
-    if ((rc = sn_split_by_parse(split_by, &t->split_by, err)))
-        return sn_err_wrap(err, "recipe: build");
-    static const char *const lists[] = {"validation", "test"};
-    for (int l = 0; l < 2; l++) {
-        const cJSON *a = cJSON_GetObjectItemCaseSensitive(sec, lists[l]), *e;
-        if (!a)
-            continue;
-        if (!cJSON_IsArray(a))
-            return sn_err_set(err, SN_E_ARG, "recipe: build.%s: expected a list of %s values",
-                              lists[l], split_by);
-        if (cJSON_HasObjectItem(sec, "validation_fraction") ||
-            cJSON_HasObjectItem(sec, "test_fraction"))
-            return sn_err_set(err, SN_E_ARG, "recipe: build.%s lists the held-out values; "
-                              "drop build.validation_fraction / build.test_fraction", lists[l]);
-        size_t n = (size_t)cJSON_GetArraySize(a), k = 0;
-        const char **v = calloc(n ? n : 1, sizeof *v);
-        if (!v)
-            return sn_err_set(err, SN_E_NOMEM, "out of memory");
-        cJSON_ArrayForEach(e, a) {
-            if (!cJSON_IsString(e)) {
-                free(v);
-                return sn_err_set(err, SN_E_ARG, "recipe: build.%s[%zu]: expected a string",
-                                  lists[l], k);
-            }
-            v[k++] = e->valuestring;
-        }
-        if (l == 0) {
-            t->validation_values = v;
-            t->n_validation_values = n;
-        } else {
-            t->test_values = v;
-            t->n_test_values = n;
-        }
-    }
-    if (!strcmp(summary, "llm")) {
-        if ((rc = resolve_endpoint(recipe, sec, "summary_endpoint", "build.summary = \"llm\"",
-                                   sum_ep, err)))
-            return rc;
-    } else if (strcmp(summary, "extractive")) {
-        return sn_err_set(err, SN_E_ARG, "recipe: build.summary = \"%s\": expected "
-                          "\"extractive\" or \"llm\"", summary);
-    } else if (cJSON_HasObjectItem(sec, "summary_endpoint")) {
-        return sn_err_set(err, SN_E_ARG, "recipe: build.summary_endpoint is set but build.summary "
-                          "is \"extractive\" (set build.summary = \"llm\" to use it)");
-    }
-    if (!strcmp(reference, "model")) {
-        if ((rc = resolve_endpoint(recipe, sec, "reference_endpoint",
-                                   "build.reference = \"model\"", ref_ep, err)))
-            return rc;
-    } else if (strcmp(reference, "dataset")) {
-        return sn_err_set(err, SN_E_ARG, "recipe: build.reference = \"%s\": expected "
-                          "\"dataset\" or \"model\"", reference);
-    } else if (cJSON_HasObjectItem(sec, "reference_endpoint")) {
-        return sn_err_set(err, SN_E_ARG, "recipe: build.reference_endpoint is set but "
-                          "build.reference is \"dataset\" (set build.reference = \"model\" to "
-                          "use it)");
-    }
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(sec, "inputs");
-    if (in) {
-        bool ok = cJSON_IsString(in) || cJSON_IsArray(in);
-        const cJSON *e;
-        if (cJSON_IsArray(in))
-            cJSON_ArrayForEach(e, in) ok = ok && cJSON_IsString(e);
-        if (!ok)
-            return sn_err_set(err, SN_E_ARG, "recipe: build.inputs: expected a path or a list "
-                              "of paths");
-        *inputs = in;
-    }
-    return SN_OK;
 }
 
 int sn_cmd_build(int argc, char **argv)
@@ -391,6 +193,8 @@ int sn_cmd_build(int argc, char **argv)
     struct sn_err err = {0};
     cJSON *recipe = NULL;
     const cJSON *rin = NULL, *sum_ep = NULL, *ref_ep = NULL;
+    struct sn_build_recipe br;
+    memset(&br, 0, sizeof br);
     struct sn_tuples_llm llm;
     memset(&llm, 0, sizeof llm);
     struct sn_build_params p = sn_build_default_params();
@@ -398,12 +202,24 @@ int sn_cmd_build(int argc, char **argv)
     const char **in_list = NULL;
     if (!status && recipe_path && sn_recipe_load(recipe_path, sets, n_sets, &recipe, &err))
         status = sn_cli_fail("build", &err);
+    if (!status && recipe) /* a --set wins over the file, whichever name of a setting each uses */
+        sn_build_recipe_sets_win(recipe, sets, n_sets);
     if (!status && !recipe_path && n_sets)
         status = sn_cli_usage_error("build", "--set needs --recipe");
-    if (!status && recipe && from_recipe(recipe, &p, &tokenizer, &out, &rin, &sum_ep, &ref_ep,
-                                         &llm.summary_sentences, &err)) {
+    if (!status && recipe && sn_build_params_from_recipe(recipe, &p, &br, &err)) {
         status = err.code == SN_E_UNSUPPORTED ? sn_cli_unavailable("build", err.msg)
-                                              : sn_cli_fail("build", &err);
+                                              : sn_cli_recipe_fail("build", recipe_path, &err);
+    }
+    if (!status && recipe) { /* flags (parsed above) win over the recipe's keys */
+        if (!tokenizer)
+            tokenizer = br.tokenizer;
+        if (!out)
+            out = br.out;
+        rin = br.inputs;
+        sum_ep = br.summary_endpoint;
+        ref_ep = br.reference_endpoint;
+        if (br.summary_sentences)
+            llm.summary_sentences = br.summary_sentences;
     }
     if (!status && sum_ep && sn_sim_endpoint_open(sum_ep, &llm.summary, &err)) {
         sn_err_wrap(&err, "build.summary_endpoint");
@@ -522,8 +338,7 @@ done:
     sn_llm_backend_close(llm.summary);
     sn_llm_backend_close(llm.reference);
     cJSON_Delete(recipe);
-    free((void *)p.tuples.validation_values);
-    free((void *)p.tuples.test_values);
+    sn_build_recipe_free(&p);
     free(inputs);
     free(sets);
     free(in_list);

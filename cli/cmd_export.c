@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "export/export.h"
 #include "export/write.h"
+#include "train/recipe.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: sentinel export --base MODEL_DIR [--adapter CKPT_DIR] [-o OUT.gguf]\n"
+        "       sentinel export --checkpoint RUN_OR_CKPT_DIR [--last] [-o OUT.gguf] ...\n"
         "                       [--type f32|f16|bf16|q8_0] [--head-as-logit] [--adapter-only]\n"
         "                       [--peft DIR] [--hf DIR] [--max-len N]\n"
         "                       [--system TEXT] [--tokenizer-hash HEX] [--name NAME]\n"
@@ -29,6 +31,11 @@ static void usage(FILE *f)
         "options:\n"
         "  --base DIR           Hugging Face Qwen2 directory: config.json, model.safetensors (or\n"
         "                       shards + index), tokenizer.json (+ tokenizer_config.json)\n"
+        "  --checkpoint DIR     instead of --base/--adapter: a training output directory\n"
+        "                       (`sentinel train -o`; its best checkpoint, or with --last its\n"
+        "                       last) or one checkpoint; a PEFT adapter goes on the run's\n"
+        "                       base, a full model is the base (docs/run.md \"Which checkpoint\")\n"
+        "  --last               with --checkpoint RUN_DIR: the last checkpoint, not the best\n"
         "  --adapter DIR        PEFT adapter checkpoint (adapter_config.json +\n"
         "                       adapter_model.safetensors), e.g. written by `sentinel train`;\n"
         "                       its head replaces the base's score.weight\n"
@@ -108,11 +115,13 @@ int sn_cmd_export(int argc, char **argv)
         {"adapter-only", no_argument, NULL, 'A'},      {"peft", required_argument, NULL, 'P'},
         {"hf", required_argument, NULL, 'F'},          {"help", no_argument, NULL, 'h'},
         {"progress", required_argument, NULL, 'G'},
+        {"checkpoint", required_argument, NULL, 'K'},  {"last", no_argument, NULL, 'Z'},
         {NULL, 0, NULL, 0},
     };
     struct sn_export_params p = sn_export_default_params();
-    const char *out = NULL, *peft = NULL, *hf = NULL;
-    bool adapter_only = false;
+    const char *out = NULL, *peft = NULL, *hf = NULL, *ckpt_path = NULL;
+    bool adapter_only = false, last = false;
+    static struct sn_ckpt_choice ck; /* --checkpoint: p's base_dir and adapter_dir point here */
     int progress_mode = 0;
     optind = 1;
     opterr = 0;
@@ -162,6 +171,8 @@ int sn_cmd_export(int argc, char **argv)
             if (sn_cli_progress_mode("export", optarg, &progress_mode))
                 return SN_EXIT_USAGE;
             break;
+        case 'K': ckpt_path = optarg; break;
+        case 'Z': last = true; break;
         case 'h': usage(stdout); return SN_EXIT_OK;
         default:
             return sn_cli_bad_option("export", argv[optind - 1], opts);
@@ -169,8 +180,22 @@ int sn_cmd_export(int argc, char **argv)
     }
     if (optind < argc)
         return sn_cli_usage_error("export", "unexpected argument '%s'", argv[optind]);
+    if (ckpt_path && (p.base_dir || p.adapter_dir))
+        return sn_cli_usage_error("export", "--checkpoint decides --base and --adapter from its "
+                                  "files: give one or the other");
+    if (last && !ckpt_path)
+        return sn_cli_usage_error("export", "--last needs --checkpoint RUN_DIR");
+    if (ckpt_path) { /* the one place that choice is made: train/recipe.h */
+        struct sn_err cerr = {0};
+        if (sn_train_checkpoint_pick(ckpt_path, last ? SN_CKPT_LAST : SN_CKPT_BEST, &ck, &cerr))
+            return sn_cli_fail("export", &cerr);
+        p.base_dir = ck.base;
+        p.adapter_dir = ck.kind == SN_CKPT_ADAPTER ? ck.dir : NULL;
+        fprintf(stderr, "sentinel export: %s checkpoint %s (%s)\n", ck.best ? "best" : "last",
+                ck.dir, ck.kind == SN_CKPT_ADAPTER ? "PEFT adapter" : "full model");
+    }
     if (!p.base_dir)
-        return sn_cli_usage_error("export", "--base MODEL_DIR is required");
+        return sn_cli_usage_error("export", "--base MODEL_DIR (or --checkpoint) is required");
     if (!out && !peft && !hf)
         return sn_cli_usage_error("export", "nothing to write: give -o OUT.gguf, --peft DIR "
                                   "or --hf DIR");

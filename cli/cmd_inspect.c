@@ -6,6 +6,7 @@
 ** (the h5py test compares it with what Python reads from the same shard). */
 #include "cli/cli.h"
 #include "cli/cmd_inspect_model.h"
+#include "cli/recipe_check.h"
 #include "shard/shard.h"
 #include "data/data.h"
 #include "export/export.h"
@@ -28,6 +29,8 @@ static void usage(FILE *f)
 "  shard directory or manifest.json: build settings, counts per split, shards, skip counts\n"
 "  trajectory file (*.jsonl, *.jsonl.gz): debates, scenarios, datasets, tasks, and a summary\n"
 "      of the first debate (agents, answers per round, final decision)\n"
+"  recipe (*.json of recipe sections): checks every section as `sentinel run` does and says\n"
+"      what it trains and which Hugging Face names it uses for which sentinel keys\n"
 "  GGUF file: header, provenance (base, adapter, LoRA scale, template, max length, tokenizer\n"
 "      hash), every key (arrays: type, count, first items) and every tensor (type, shape,\n"
 "      offset); the file is read with the strict reader, so a damaged file says where\n"
@@ -752,6 +755,21 @@ static enum kind sniff(const char *path)
     return K_UNKNOWN;
 }
 
+/* A recipe: a *.json file holding one JSON object whose keys are all recipe sections
+** (docs/formats.md "Recipe"); anything else that starts with '{' is read as trajectories. */
+static bool is_recipe(const char *path)
+{
+    size_t n = strlen(path);
+    if (n < 5 || strcmp(path + n - 5, ".json"))
+        return false;
+    struct sn_err err = {0};
+    cJSON *r = NULL;
+    if (sn_recipe_load(path, NULL, 0, &r, &err))
+        return false;
+    cJSON_Delete(r);
+    return true;
+}
+
 int sn_cmd_inspect(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -796,7 +814,10 @@ int sn_cmd_inspect(int argc, char **argv)
     switch (sniff(path)) {
     case K_SHARD: return inspect_shard(path, &o);
     case K_MANIFEST: return inspect_manifest(path, &o);
-    case K_TRAJ: return inspect_trajectories(path, &o);
+    case K_TRAJ:
+        if (is_recipe(path)) /* a .json object of recipe sections: docs/run.md */
+            return sn_cli_inspect_recipe(path);
+        return inspect_trajectories(path, &o);
     case K_GGUF: return inspect_gguf(path, &o);
     case K_SAFETENSORS: return sn_inspect_safetensors(path, o.json);
     case K_CHECKPOINT: return sn_inspect_model_dir(path, o.json, o.verify);

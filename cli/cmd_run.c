@@ -11,10 +11,12 @@
 ** resumed (outputs kept: the stages resume themselves) when it is "running" with the same key,
 ** i.e. after a kill. Every stage after one that ran runs again from scratch. */
 #include "cli/cli.h"
+#include "cli/recipe_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,7 +32,8 @@ static const char *const stage_names[N_STAGES] = {"simulate", "build", "train", 
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: sentinel run RECIPE [-o OUT] [--from STAGE] [--to STAGE] [--force] [--set K=V]...\n"
+"usage: sentinel run RECIPE [-o OUT] [--from STAGE] [--to STAGE] [--force] [--check]\n"
+"                          [--set K=V]...\n"
 "\n"
 "Runs the whole pipeline of a recipe in one output directory (the recipe's out_dir, or -o):\n"
 "  simulate  OUT/trajectories/   debates of the `simulate` section, or\n"
@@ -45,6 +48,10 @@ static void usage(FILE *f)
 "                                and the detector: report.txt, report.json, items.csv, and\n"
 "                                the defended debates (arms/); after an import, the imported\n"
 "                                sets named in eval.sets are replayed instead\n"
+"Every section of the recipe (after --set) is checked by its stage's own decoder before any\n"
+"stage runs: an unknown key (with the nearest valid one), a wrong type or an out-of-range\n"
+"value fails at once with exit 2 and nothing written. The train section also takes the\n"
+"Hugging Face TrainingArguments / TRL RewardConfig names (docs/train.md).\n"
 "Each stage is skipped when OUT/run.json records it done from the same settings (SHA-256 of\n"
 "its recipe section(s) and of the stage before it), re-run from scratch when they changed\n"
 "(and every stage after it), and resumed after a kill. The run ends with a short summary,\n"
@@ -55,6 +62,8 @@ static void usage(FILE *f)
 "      --from STAGE     run STAGE and every stage after it again, from scratch\n"
 "      --to STAGE       stop after STAGE (no summary)\n"
 "      --force          run every stage again, from scratch\n"
+"      --check          check the recipe and print the Hugging Face names it uses with the\n"
+"                       sentinel keys they set; run nothing\n"
 "      --set KEY=VALUE  override a recipe key (repeatable; passed to every stage)\n"
 "  -h, --help           this help\n"
 "\n"
@@ -104,6 +113,7 @@ struct run {
     const char **sets;
     size_t n_sets;
     cJSON *recipe; /* after the overrides */
+    struct sn_cli_recipe dec; /* its sections, decoded and checked before any stage runs */
     cJSON *state;  /* run.json */
     char state_path[PATH_MAX + 16];
     char key[N_STAGES][65];
@@ -202,220 +212,43 @@ static const char *str_key(const cJSON *sec, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The checkpoint to export: final_metrics.json's best_checkpoint, else `latest`. */
-static int pick_checkpoint(struct run *r, char *out, size_t n)
-{
-    char path[PATH_MAX + 64];
-    struct sn_err err = {0};
-    cJSON *fm = NULL;
-    snprintf(path, sizeof path, "%s/final_metrics.json", r->p_train);
-    if (!sn_json_load(path, &fm, &err)) {
-        const char *best = str_key(fm, "best_checkpoint");
-        if (!best)
-            best = str_key(fm, "checkpoint");
-        if (best) {
-            const char *slash = strrchr(best, '/');
-            snprintf(out, n, "%s/%s", r->p_train, slash ? slash + 1 : best);
-            cJSON_Delete(fm);
-            if (sn_path_is_dir(out))
-                return 0;
-        } else {
-            cJSON_Delete(fm);
-        }
-    }
-    char *txt = NULL;
-    size_t len = 0;
-    snprintf(path, sizeof path, "%s/latest", r->p_train);
-    if (sn_file_read(path, 4096, &txt, &len, &err))
-        return sn_cli_fail("run", &err);
-    while (len && (txt[len - 1] == '\n' || txt[len - 1] == ' '))
-        txt[--len] = '\0';
-    snprintf(out, n, "%s/%s", r->p_train, txt);
-    sn_free(txt);
-    return 0;
-}
-
-static bool full_mode(const struct run *r)
-{
-    const cJSON *t = section(r, "train");
-    const char *mode = str_key(t, "mode"), *base = str_key(t, "base");
-    if (mode)
-        return !strcmp(mode, "full");
-    return !base || !strcmp(base, "tiny") || !strcmp(base, "small");
-}
-
-/* The eval stage's simulate recipe: the recipe's `simulate` section with eval.dataset and
-** eval.experiments in place of defaults.dataset and experiments. */
+/* The eval stage's simulate recipe (cli/recipe_check.h), saved as OUT/eval/simulate.json. */
 static int write_eval_recipe(struct run *r)
 {
-    const cJSON *ev = section(r, "eval"), *sim = section(r, "simulate");
-    const cJSON *ds = ev ? cJSON_GetObjectItemCaseSensitive(ev, "dataset") : NULL;
-    const cJSON *ex = ev ? cJSON_GetObjectItemCaseSensitive(ev, "experiments") : NULL;
-    if (!cJSON_IsObject(sim) || !cJSON_IsArray(ex) || !cJSON_IsObject(ds)) {
-        fprintf(stderr, "sentinel run: recipe: the eval stage needs `simulate` and "
-                        "`eval.dataset` (object) and `eval.experiments` (list): evaluation "
-                        "runs on fresh debates, never on the training items (docs/run.md)\n");
-        return SN_EXIT_USAGE;
-    }
-    cJSON *root = cJSON_CreateObject();
-    cJSON *s = cJSON_Duplicate(sim, 1);
-    if (!root || !s) {
-        cJSON_Delete(root);
-        cJSON_Delete(s);
-        return SN_EXIT_FAIL;
-    }
-    cJSON_AddItemToObject(root, "simulate", s);
-    cJSON *defs = cJSON_GetObjectItemCaseSensitive(s, "defaults");
-    if (!defs)
-        defs = cJSON_AddObjectToObject(s, "defaults");
-    cJSON_DeleteItemFromObjectCaseSensitive(defs, "dataset");
-    cJSON_AddItemToObject(defs, "dataset", cJSON_Duplicate(ds, 1));
-    cJSON_DeleteItemFromObjectCaseSensitive(s, "experiments");
-    cJSON_AddItemToObject(s, "experiments", cJSON_Duplicate(ex, 1));
+    cJSON *root = NULL;
     struct sn_err err = {0};
-    int rc = sn_json_save(r->p_eval_recipe, root, &err);
+    int rc = sn_cli_eval_sim_recipe(r->recipe, &root, &err);
+    if (!rc)
+        rc = sn_json_save(r->p_eval_recipe, root, &err);
     cJSON_Delete(root);
     return rc ? sn_cli_fail("run", &err) : SN_EXIT_OK;
 }
 
 /* ---- imported debates (docs/run.md, "Imported debates") ------------------------------------ */
 
-static const char *const import_keys[] = {"format", "answers", "skip_unsupported", "skip_bad",
-                                          "sets", NULL};
-static const char *const import_set_keys[] = {"name", "paths", "group_model", "adv_model", NULL};
-static const char *const eval_import_keys[] = {"sets", "k", "bootstrap", "seed", "baselines",
-                                               "allow_overlap", NULL};
-
-/* A set's name becomes a file name in OUT/trajectories: [A-Za-z0-9_-], 1 to 64 bytes. */
-static bool set_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (!n || n > 64)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
-static const cJSON *find_set(const cJSON *sets, const char *name)
-{
-    const cJSON *e;
-    cJSON_ArrayForEach(e, sets) {
-        const char *n = str_key(e, "name");
-        if (n && !strcmp(n, name))
-            return e;
-    }
-    return NULL;
-}
-
-/* Checks the `import` section and `eval.sets` before any stage runs, so that a typo is
-** reported at once and not after an hour of training. Prints the reason and returns
-** SN_EXIT_USAGE, or returns 0. */
-static int check_import(const struct run *r)
-{
-    const cJSON *im = section(r, "import"), *ev = section(r, "eval");
-    struct sn_err err = {0};
-    if (section(r, "simulate"))
-        return sn_cli_usage_error("run", "recipe: `import` and `simulate` are exclusive (the "
-                                  "first stage either imports debate logs or simulates them)");
-    if (sn_recipe_check_keys(im, "import", import_keys, &err)) {
-        sn_cli_fail("run", &err);
-        return SN_EXIT_USAGE;
-    }
-    const char *fmt = str_key(im, "format"), *ans = str_key(im, "answers");
-    if (!fmt || (strcmp(fmt, "collab-attack") && strcmp(fmt, "chatlog")))
-        return sn_cli_usage_error("run", "recipe: import.format must be \"collab-attack\" or "
-                                  "\"chatlog\"");
-    if (cJSON_GetObjectItemCaseSensitive(im, "answers") &&
-        (!ans || (strcmp(ans, "source") && strcmp(ans, "sentinel"))))
-        return sn_cli_usage_error("run", "recipe: import.answers must be \"source\" or "
-                                  "\"sentinel\"");
-    static const char *const flags[] = {"skip_unsupported", "skip_bad"};
-    for (int i = 0; i < 2; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(im, flags[i]);
-        if (v && !cJSON_IsBool(v))
-            return sn_cli_usage_error("run", "recipe: import.%s must be true or false", flags[i]);
-    }
-    const cJSON *sets = cJSON_GetObjectItemCaseSensitive(im, "sets"), *e;
-    if (!cJSON_IsArray(sets) || !cJSON_GetArraySize(sets))
-        return sn_cli_usage_error("run", "recipe: import.sets must be a non-empty list of "
-                                  "{\"name\", \"paths\"}");
-    int i = 0;
-    cJSON_ArrayForEach(e, sets) {
-        char where[48];
-        snprintf(where, sizeof where, "import.sets[%d]", i);
-        if (sn_recipe_check_keys(e, where, import_set_keys, &err)) {
-            sn_cli_fail("run", &err);
-            return SN_EXIT_USAGE;
-        }
-        const char *name = str_key(e, "name");
-        if (!name || !set_name_ok(name))
-            return sn_cli_usage_error("run", "recipe: %s.name must be 1 to 64 letters, digits, "
-                                      "'_' or '-' (it names OUT/trajectories/<name>.jsonl.gz)",
-                                      where);
-        if (find_set(sets, name) != e)
-            return sn_cli_usage_error("run", "recipe: import.sets: the name '%s' is used twice",
-                                      name);
-        const cJSON *paths = cJSON_GetObjectItemCaseSensitive(e, "paths"), *p;
-        if (!cJSON_IsArray(paths) || !cJSON_GetArraySize(paths) || cJSON_GetArraySize(paths) > 64)
-            return sn_cli_usage_error("run", "recipe: %s.paths must be a list of 1 to 64 paths",
-                                      where);
-        cJSON_ArrayForEach(p, paths) {
-            if (!cJSON_IsString(p) || !p->valuestring[0])
-                return sn_cli_usage_error("run", "recipe: %s.paths: every entry must be a "
-                                          "non-empty string", where);
-        }
-        static const char *const models[] = {"group_model", "adv_model"};
-        for (int k = 0; k < 2; k++)
-            if (cJSON_GetObjectItemCaseSensitive(e, models[k]) && !str_key(e, models[k]))
-                return sn_cli_usage_error("run", "recipe: %s.%s must be a string", where,
-                                          models[k]);
-        i++;
-    }
-    if (sn_recipe_check_keys(ev, "eval", eval_import_keys, &err)) {
-        sn_cli_fail("run", &err);
-        return SN_EXIT_USAGE;
-    }
-    const cJSON *es = ev ? cJSON_GetObjectItemCaseSensitive(ev, "sets") : NULL;
-    if (!cJSON_IsArray(es) || !cJSON_GetArraySize(es))
-        return sn_cli_usage_error("run", "recipe: eval.sets must list the import sets to "
-                                  "evaluate on (debates held out of training by build.split_by "
-                                  "and build.test; docs/run.md)");
-    cJSON_ArrayForEach(e, es) {
-        if (!cJSON_IsString(e) || !find_set(sets, e->valuestring))
-            return sn_cli_usage_error("run", "recipe: eval.sets: '%s' is not the name of an "
-                                      "import set", cJSON_IsString(e) ? e->valuestring : "?");
-    }
-    return 0;
-}
-
 /* The import stage: one `sentinel import FORMAT ... -o OUT/trajectories/<name>.jsonl.gz PATHS`
 ** per set (the importer writes atomically, so a re-run after a kill simply imports again). */
 static int run_import(struct run *r)
 {
-    const cJSON *im = section(r, "import");
-    const cJSON *sets = cJSON_GetObjectItemCaseSensitive(im, "sets"), *e;
+    const struct sn_import_recipe *im = &r->dec.import; /* checked before any stage ran */
+    const cJSON *e;
     struct sn_err err = {0};
     if (sn_mkdirs(r->p_traj, &err))
         return sn_cli_fail("run", &err);
-    cJSON_ArrayForEach(e, sets) {
+    cJSON_ArrayForEach(e, im->sets) {
         struct argv_b b = {.n = 0};
         char out[PATH_MAX + 128];
         snprintf(out, sizeof out, "%s/%s.jsonl.gz", r->p_traj, str_key(e, "name"));
         arg(&b, r->self);
         arg(&b, "import");
-        arg(&b, str_key(im, "format"));
-        if (str_key(im, "answers")) {
+        arg(&b, im->format);
+        if (im->answers) {
             arg(&b, "--answers");
-            arg(&b, str_key(im, "answers"));
+            arg(&b, im->answers);
         }
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(im, "skip_unsupported")))
+        if (im->skip_unsupported)
             arg(&b, "--skip-unsupported");
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(im, "skip_bad")))
+        if (im->skip_bad)
             arg(&b, "--skip-bad");
         if (str_key(e, "group_model")) {
             arg(&b, "--group-model");
@@ -445,7 +278,7 @@ static int run_stage(struct run *r, int s)
     struct argv_b b = {.n = 0};
     char num[6][32], ckpt[PATH_MAX + 64];
     int rc;
-    const cJSON *ev = section(r, "eval"), *bu = section(r, "build");
+    const cJSON *bu = section(r, "build");
     switch (s) {
     case ST_SIMULATE:
         if (r->import)
@@ -488,35 +321,31 @@ static int run_stage(struct run *r, int s)
         arg(&b, "plain");
         return spawn(b.a, NULL);
     case ST_EXPORT: {
-        if ((rc = pick_checkpoint(r, ckpt, sizeof ckpt)))
-            return rc;
+        /* the run's best checkpoint, adapter or full model as its files say (train/recipe.h) */
+        struct sn_ckpt_choice ck;
+        struct sn_err cerr = {0};
+        if (sn_train_checkpoint_pick(r->p_train, SN_CKPT_BEST, &ck, &cerr))
+            return sn_cli_fail("run", &cerr);
+        snprintf(ckpt, sizeof ckpt, "%s", ck.dir);
+        static char base[4096];
+        snprintf(base, sizeof base, "%s", ck.base);
         arg(&b, r->self);
         arg(&b, "export");
-        static char seeded[PATH_MAX + 64];
-        if (full_mode(r)) {
-            arg(&b, "--base");
-            arg(&b, ckpt);
-        } else {
-            /* LoRA on a seeded base: the trainer wrote that base to OUT/train/base */
-            const char *bs = str_key(section(r, "train"), "base");
-            if (!bs || !strcmp(bs, "tiny") || !strcmp(bs, "small")) {
-                snprintf(seeded, sizeof seeded, "%s/base", r->p_train);
-                bs = seeded;
-            }
-            arg(&b, "--base");
-            arg(&b, bs);
+        arg(&b, "--base");
+        arg(&b, base);
+        if (ck.kind == SN_CKPT_ADAPTER) {
             arg(&b, "--adapter");
             arg(&b, ckpt);
         }
         /* export.max_len: the detector's sequence limit when it must exceed the training
         ** length (held-out debates whose question alone is longer than build.max_len, which
         ** the build skips but eval must score); else build.max_len */
-        const cJSON *ex = section(r, "export");
-        const cJSON *ml = ex ? cJSON_GetObjectItemCaseSensitive(ex, "max_len") : NULL;
-        if (!cJSON_IsNumber(ml))
-            ml = bu ? cJSON_GetObjectItemCaseSensitive(bu, "max_len") : NULL;
-        if (cJSON_IsNumber(ml)) {
-            snprintf(num[0], sizeof num[0], "%d", ml->valueint);
+        bool build_len = bu && (cJSON_HasObjectItem(bu, "max_len") ||
+                                cJSON_HasObjectItem(bu, "max_length"));
+        if (r->dec.export_.max_len || build_len) {
+            snprintf(num[0], sizeof num[0], "%zu", r->dec.export_.max_len
+                                                        ? (size_t)r->dec.export_.max_len
+                                                        : r->dec.build.max_len);
             arg(&b, "--max-len");
             arg(&b, num[0]);
         }
@@ -526,18 +355,13 @@ static int run_stage(struct run *r, int s)
         return spawn(b.a, NULL);
     }
     case ST_EVAL: {
-        static const char *const eval_keys[] = {
-            "dataset", "experiments", "k", "bootstrap", "seed", "baselines", "defended",
-            "defended_limit", "gen_tokens_per_s", "allow_overlap", NULL};
-        struct sn_err kerr = {0};
-        if (!r->import && ev && sn_recipe_check_keys(ev, "eval", eval_keys, &kerr))
-            return sn_cli_fail("run", &kerr);
+        const struct sn_eval_recipe *ep = &r->dec.eval; /* checked before any stage ran */
         struct argv_b e = {.n = 0};
         static char set_paths[16][PATH_MAX + 128];
         if (r->import) {
             /* held-out imported sets; eval's leakage check (--train-shards) refuses any debate
             ** whose item the build put in the train split */
-            const cJSON *es = cJSON_GetObjectItemCaseSensitive(ev, "sets"), *x;
+            const cJSON *es = ep->sets, *x;
             int n = 0;
             arg(&e, r->self);
             arg(&e, "eval");
@@ -575,60 +399,50 @@ static int run_stage(struct run *r, int s)
         arg(&e, r->p_report_json);
         arg(&e, "--items");
         arg(&e, r->p_items);
-        const char *bl = str_key(ev, "baselines");
-        if (bl) {
+        if (ep->baselines) {
             arg(&e, "--baselines");
-            arg(&e, bl);
+            arg(&e, ep->baselines);
         }
-        static const char *const nums[] = {"k", "bootstrap", "seed"};
-        static const char *const opts[] = {"--k", "--bootstrap", "--seed"};
-        for (int i = 0; i < 3; i++) {
-            const cJSON *v = ev ? cJSON_GetObjectItemCaseSensitive(ev, nums[i]) : NULL;
-            if (cJSON_IsNumber(v)) {
-                snprintf(num[i + 1], sizeof num[i + 1], "%.0f", v->valuedouble);
-                arg(&e, opts[i]);
-                arg(&e, num[i + 1]);
-            }
+        if (ep->has_k) {
+            snprintf(num[1], sizeof num[1], "%" PRId64, ep->k);
+            arg(&e, "--k");
+            arg(&e, num[1]);
+        }
+        if (ep->has_bootstrap) {
+            snprintf(num[2], sizeof num[2], "%" PRId64, ep->bootstrap);
+            arg(&e, "--bootstrap");
+            arg(&e, num[2]);
+        }
+        if (ep->has_seed) {
+            snprintf(num[3], sizeof num[3], "%" PRIu64, ep->seed);
+            arg(&e, "--seed");
+            arg(&e, num[3]);
         }
         /* eval refuses debates on questions seen in training (docs/eval.md "Leakage"); a model
         ** hold-out debates the training questions by design, and the demo's generated eval
         ** set repeats training questions: with allow_overlap they are evaluated and split
         ** into the groups question=seen and question=unseen */
-        const cJSON *ao = ev ? cJSON_GetObjectItemCaseSensitive(ev, "allow_overlap") : NULL;
-        if (ao && !cJSON_IsBool(ao)) {
-            fprintf(stderr, "sentinel run: recipe: eval.allow_overlap must be true or false\n");
-            return SN_EXIT_USAGE;
-        }
-        if (cJSON_IsTrue(ao))
+        if (ep->allow_overlap)
             arg(&e, "--allow-overlap");
         int base_n = e.n;
         arg(&e, "--detector");
         arg(&e, r->p_gguf);
         /* Defended debates (docs/eval.md): the eval experiments run clean, attacked and with
         ** the `sentinel` defense, for accuracy recovery and the scoring overhead. */
-        const cJSON *dfd = ev ? cJSON_GetObjectItemCaseSensitive(ev, "defended") : NULL;
-        if (dfd && !cJSON_IsBool(dfd)) {
-            fprintf(stderr, "sentinel run: recipe: eval.defended must be true or false\n");
-            return SN_EXIT_USAGE;
-        }
-        if (!r->import && !cJSON_IsFalse(dfd)) { /* imported logs cannot be re-debated */
+        if (!r->import && ep->defended) { /* imported logs cannot be re-debated */
             arg(&e, "--defended");
             arg(&e, r->p_arms);
             arg(&e, "--recipe");
             arg(&e, r->p_eval_recipe);
-            static const char *const dk[] = {"defended_limit", "gen_tokens_per_s"};
-            static const char *const dopt[] = {"--limit", "--gen-tokens-per-s"};
-            for (int i = 0; i < 2; i++) {
-                const cJSON *v = cJSON_GetObjectItemCaseSensitive(ev, dk[i]);
-                if (v && !cJSON_IsNumber(v)) {
-                    fprintf(stderr, "sentinel run: recipe: eval.%s must be a number\n", dk[i]);
-                    return SN_EXIT_USAGE;
-                }
-                if (v) {
-                    snprintf(num[4 + i], sizeof num[4 + i], "%.17g", v->valuedouble);
-                    arg(&e, dopt[i]);
-                    arg(&e, num[4 + i]);
-                }
+            if (ep->defended_limit) {
+                snprintf(num[4], sizeof num[4], "%" PRId64, ep->defended_limit);
+                arg(&e, "--limit");
+                arg(&e, num[4]);
+            }
+            if (ep->gen_tokens_per_s > 0) {
+                snprintf(num[5], sizeof num[5], "%.17g", ep->gen_tokens_per_s);
+                arg(&e, "--gen-tokens-per-s");
+                arg(&e, num[5]);
             }
         }
         rc = spawn(e.a, r->p_report);
@@ -707,16 +521,18 @@ static int summary(struct run *r, int n_ran)
 #define OUT(...) do { if (!rc) rc = sn_buf_printf(&b, &err, __VA_ARGS__); } while (0)
     snprintf(path, sizeof path, "%s/final_metrics.json", r->p_train);
     snprintf(sum_path, sizeof sum_path, "%s/summary.txt", r->out);
-    if (!sn_json_load(path, &fm, &err)) {
-        const char *best = str_key(fm, "best_checkpoint");
-        if (best)
-            snprintf(ckpt, sizeof ckpt, "%s/%s", r->p_train, best);
-    }
+    if (sn_json_load(path, &fm, &err))
+        fm = NULL;
+    struct sn_ckpt_choice ck; /* the checkpoint the export stage took (train/recipe.h) */
+    bool have_ck = !sn_train_checkpoint_pick(r->p_train, SN_CKPT_BEST, &ck, &err);
+    if (have_ck)
+        snprintf(ckpt, sizeof ckpt, "%s", ck.dir);
     err = (struct sn_err){0};
     OUT("== sentinel run: summary (this text: %s)\n", sum_path);
     OUT("  detector      %s\n", r->p_gguf);
     OUT("  checkpoint    %s%s\n", ckpt[0] ? ckpt : r->p_train,
-        full_mode(r) ? " (full-mode model directory)" : " (PEFT adapter)");
+        !have_ck ? "" : ck.kind == SN_CKPT_FULL ? " (full-mode model directory)"
+                                                : " (PEFT adapter)");
     OUT("  metrics       %s/metrics.jsonl, %s\n", r->p_train, path);
     OUT("  eval report   %s (every table: per round, per group, defended debates), %s\n",
         r->p_report, r->p_report_json);
@@ -772,11 +588,12 @@ int sn_cmd_run(int argc, char **argv)
     static const struct option opts[] = {
         {"out", required_argument, NULL, 'o'},  {"from", required_argument, NULL, 'F'},
         {"force", no_argument, NULL, 'f'},      {"set", required_argument, NULL, 's'},
-        {"to", required_argument, NULL, 'T'},
+        {"to", required_argument, NULL, 'T'},   {"check", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
     struct run r = {0};
     const char *out = NULL;
     int from = N_STAGES, to = N_STAGES - 1;
+    bool check_only = false;
     r.sets = calloc((size_t)argc + 1, sizeof *r.sets);
     if (!r.sets)
         return SN_EXIT_FAIL;
@@ -790,6 +607,7 @@ int sn_cmd_run(int argc, char **argv)
         switch (c) {
         case 'o': out = optarg; break;
         case 'f': from = 0; break;
+        case 'C': check_only = true; break;
         case 's': r.sets[r.n_sets++] = optarg; break;
         case 'T':
         case 'F': {
@@ -824,7 +642,32 @@ int sn_cmd_run(int argc, char **argv)
     struct sn_err err = {0};
     if (sn_recipe_load(r.recipe_path, r.sets, r.n_sets, &r.recipe, &err)) {
         free(r.sets);
-        return sn_cli_fail("run", &err);
+        return sn_cli_recipe_fail("run", r.recipe_path, &err);
+    }
+    /* a --set of a setting wins over the file's key, whichever of its names either uses */
+    sn_train_recipe_sets_win(r.recipe, r.sets, r.n_sets);
+    sn_build_recipe_sets_win(r.recipe, r.sets, r.n_sets);
+    /* every section, each by its own stage's decoder, before any stage runs or any file is
+    ** written: a typo fails now, not after an hour of simulation and training */
+    r.import = section(&r, "import") != NULL;
+    if (sn_cli_recipe_check(r.recipe_path, r.recipe, to == ST_EVAL, &r.dec, &err)) {
+        rc = sn_cli_recipe_fail("run", r.recipe_path, &err);
+        goto done;
+    }
+    if (to == ST_EVAL && !r.dec.eval.present) {
+        rc = sn_cli_usage_error("run", "%s: no `eval` section: the eval stage needs one "
+                                "(docs/run.md \"Recipe section `eval`\"), or stop earlier with "
+                                "--to export", r.recipe_path);
+        goto done;
+    }
+    if (check_only) {
+        char stages[128];
+        int n_st = 0;
+        for (int st = 0; st <= to; st++)
+            n_st += snprintf(stages + n_st, sizeof stages - (size_t)n_st, "%s%s", st ? ", " : "",
+                             stage_name(&r, st));
+        rc = sn_cli_recipe_describe("run", r.recipe_path, r.recipe, &r.dec, stages);
+        goto done;
     }
     if (!out)
         out = str_key(r.recipe, "out_dir");
@@ -861,10 +704,7 @@ int sn_cmd_run(int argc, char **argv)
     snprintf(r.p_report, sizeof r.p_report, "%s/eval/report.txt", r.out);
     snprintf(r.p_report_json, sizeof r.p_report_json, "%s/eval/report.json", r.out);
     snprintf(r.p_items, sizeof r.p_items, "%s/eval/items.csv", r.out);
-    r.import = section(&r, "import") != NULL;
-    if (r.import && (rc = check_import(&r)))
-        goto done;
-    r.tokenizer = str_key(section(&r, "build"), "tokenizer");
+    r.tokenizer = r.dec.build_r.tokenizer;
     if (!r.tokenizer)
         r.tokenizer = r.p_tok;
     if (sn_mkdirs(r.out, &err)) {
@@ -974,6 +814,7 @@ int sn_cmd_run(int argc, char **argv)
         }
     }
 done:
+    sn_cli_recipe_free(&r.dec);
     cJSON_Delete(r.recipe);
     cJSON_Delete(r.state);
     free(r.sets);

@@ -8,6 +8,7 @@
 ** (tokenizer/template.h), read by the same code as `score --detector`. Built without libtorch
 ** it exits 3 (not in this build). */
 #include "cli/cli.h"
+#include "train/recipe.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -24,7 +25,9 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: sentinel score --model MODEL_DIR [--adapter CKPT_DIR] [--ids | --jsonl FILE |\n"
+        "usage: sentinel score {--model MODEL_DIR [--adapter CKPT_DIR] |\n"
+        "                       --checkpoint DIR [--last]}\n"
+        "                      [--ids | --jsonl FILE |\n"
         "                      --context FILE --response FILE] [--batch N] [--threads N]\n"
         "                      [--max-tokens N]\n"
         "\n"
@@ -36,6 +39,9 @@ static void usage(FILE *f)
         "options:\n"
         "  --model DIR        Hugging Face Qwen2 model directory: config.json and\n"
         "                     model.safetensors (or shards + model.safetensors.index.json)\n"
+        "  --checkpoint DIR   instead of --model/--adapter: a training output directory (its\n"
+        "                     best checkpoint; --last: its last) or one checkpoint, adapter or\n"
+        "                     full model as its files say (docs/run.md \"Which checkpoint\")\n"
         "  --adapter DIR      PEFT adapter checkpoint (adapter_config.json +\n"
         "                     adapter_model.safetensors) written by `sentinel train`: its LoRA is\n"
         "                     applied and its head (base_model.model.score.weight) used\n"
@@ -205,8 +211,9 @@ static int run(const char *model_dir, const char *adapter_dir, bool ids_mode, in
                                     : "; give --adapter CKPT_DIR with a trained head");
     if (!rc && !ids_mode) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/tokenizer.json", model_dir);
-        if (!sn_path_exists(path))
+        if (snprintf(path, sizeof path, "%s/tokenizer.json", model_dir) >= (int)sizeof path)
+            rc = sn_err_set(err, SN_E_ARG, "%s: path too long", model_dir);
+        else if (!sn_path_exists(path))
             rc = sn_err_set(err, SN_E_IO, "%s: not found; text mode needs the model's "
                             "tokenizer.json (or use --ids)", path);
         else
@@ -297,10 +304,13 @@ int sn_cmd_score(int argc, char **argv)
         {"jsonl", required_argument, NULL, 'j'},   {"context", required_argument, NULL, 'c'},
         {"response", required_argument, NULL, 'r'},
         {"max-tokens", required_argument, NULL, 'x'},
+        {"checkpoint", required_argument, NULL, 'K'}, {"last", no_argument, NULL, 'Z'},
         {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *adapter = NULL, *jsonl = NULL, *cfile = NULL, *rfile = NULL;
-    bool ids = false;
+    const char *ckpt_path = NULL;
+    bool ids = false, last = false;
+    static struct sn_ckpt_choice ck; /* --checkpoint: model and adapter point here */
     long batch = 8, threads = 0, max_tokens = 0;
     optind = 1;
     opterr = 0;
@@ -312,6 +322,8 @@ int sn_cmd_score(int argc, char **argv)
         switch (c) {
         case 'm': model = optarg; break;
         case 'a': adapter = optarg; break;
+        case 'K': ckpt_path = optarg; break;
+        case 'Z': last = true; break;
         case 'i': ids = true; break;
         case 'b':
             batch = strtol(optarg, &end, 10);
@@ -338,8 +350,20 @@ int sn_cmd_score(int argc, char **argv)
     }
     if (optind < argc)
         return sn_cli_usage_error("score", "unexpected argument '%s'", argv[optind]);
+    if (ckpt_path && (model || adapter))
+        return sn_cli_usage_error("score", "--checkpoint decides --model and --adapter from its "
+                                  "files: give one or the other");
+    if (last && !ckpt_path)
+        return sn_cli_usage_error("score", "--last needs --checkpoint RUN_DIR");
+    if (ckpt_path) { /* the one place that choice is made: train/recipe.h */
+        struct sn_err cerr = {0};
+        if (sn_train_checkpoint_pick(ckpt_path, last ? SN_CKPT_LAST : SN_CKPT_BEST, &ck, &cerr))
+            return sn_cli_fail("score", &cerr);
+        model = ck.base;
+        adapter = ck.kind == SN_CKPT_ADAPTER ? ck.dir : NULL;
+    }
     if (!model)
-        return sn_cli_usage_error("score", "--model MODEL_DIR is required");
+        return sn_cli_usage_error("score", "--model MODEL_DIR (or --checkpoint) is required");
     if (!cfile != !rfile)
         return sn_cli_usage_error("score", "--context and --response go together");
     if ((ids + !!jsonl + !!cfile) > 1)

@@ -3,6 +3,7 @@
 ** directory: docs/train.md. SIGINT/SIGTERM ask the trainer to write a checkpoint and stop (a
 ** second one kills). */
 #include "cli/cli.h"
+#include "cli/recipe_check.h"
 #include "train/train.h"
 
 #include <arpa/inet.h>
@@ -56,6 +57,10 @@ static void usage(FILE *f)
 "Batches: train.batching padded, packed or shared_prefix; train.dtype bfloat16 for bf16\n"
 "matrix products with f32 master weights (docs/train.md); with --nproc N or a launcher and a\n"
 "CUDA device the ranks all-reduce with NCCL (docs/train.md, 'GPUs').\n"
+"Hugging Face TrainingArguments / TRL RewardConfig names are accepted in the train section\n"
+"and --set for their sentinel keys (learning_rate -> lr, per_device_train_batch_size ->\n"
+"micro_batch, bf16 -> dtype, save_total_limit -> keep_last, ...; both names of one setting\n"
+"is an error; docs/train.md 'Hugging Face names'); `sentinel inspect RECIPE` shows them.\n"
 "\n"
 "Exit status: 0 ok, 1 failure, 2 usage or recipe error, 3 not in this build, 130/143 stopped\n"
 "by SIGINT/SIGTERM after writing a checkpoint at the current step (re-run to resume).\n");
@@ -275,11 +280,13 @@ int sn_cmd_train(int argc, char **argv)
     char in_buf[1024], out_buf[1024];
     if (!status && recipe_path && sn_recipe_load(recipe_path, sets, n_sets, &recipe, &err))
         status = sn_cli_fail("train", &err);
+    if (!status && recipe) /* a --set wins over the file, whichever name of a setting each uses */
+        sn_train_recipe_sets_win(recipe, sets, n_sets);
     if (!status && !recipe_path && n_sets)
         status = sn_cli_usage_error("train", "--set needs --recipe");
     if (!status && recipe && sn_train_params_from_recipe(recipe, &p, &err))
         status = err.code == SN_E_UNSUPPORTED ? sn_cli_unavailable("train", err.msg)
-                                              : sn_cli_fail("train", &err);
+                                              : sn_cli_recipe_fail("train", recipe_path, &err);
     const cJSON *sec = recipe ? cJSON_GetObjectItemCaseSensitive(recipe, "train") : NULL;
     const cJSON *od = recipe ? cJSON_GetObjectItemCaseSensitive(recipe, "out_dir") : NULL;
     if (!status && !in) {

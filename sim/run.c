@@ -433,6 +433,15 @@ struct sn_simulate_params sn_simulate_default_params(void)
     return p;
 }
 
+int sn_simulate_check_recipe(const cJSON *recipe, struct sn_err *err)
+{
+    struct sn_simulate_params p = sn_simulate_default_params();
+    struct run R = {.p = &p};
+    int rc = sn_sim_run_setup(&R, recipe, err);
+    sn_sim_run_free(&R);
+    return rc;
+}
+
 static uint64_t id_hash(const char *id)
 {
     uint8_t d[32];

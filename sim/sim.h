@@ -306,5 +306,11 @@ struct sn_simulate_params sn_simulate_default_params(void);
 ** are in the errors file and the next run retries them. */
 int sn_simulate_run(const cJSON *recipe, const struct sn_simulate_params *p,
                     struct sn_simulate_report *rep, struct sn_err *err);
+/* Decodes recipe.simulate exactly as sn_simulate_run does before its first debate (every key,
+** type and range, the endpoints opened and closed again, the datasets loaded, one debate
+** setup per experiment) and runs nothing: the check `sentinel run` makes of the section before
+** any stage runs (docs/run.md "Checking a recipe"). Writes no file (an endpoint's cache_dir is
+** created, as simulate would). */
+int sn_simulate_check_recipe(const cJSON *recipe, struct sn_err *err);
 
 #endif

@@ -63,6 +63,10 @@ if(SENTINEL_WITH_TORCH)
   sn_link_check(layout_loss_links link_loss loss.c sn_loss "${SN_NOT_ON_TORCH}" link-only)
   sn_link_check(layout_train_links link_train train.c sn_train "(lib|-l)(openblas)" link-only)
 endif()
+# The recipe's train section, decoded without libtorch so that `sentinel` checks a whole recipe
+# (docs/run.md "Checking a recipe"): common, cJSON and libm only.
+sn_link_check(layout_train_recipe_links link_train_recipe train_recipe.c sn_train_recipe
+              "(lib|-l)(curl|hdf5|${SN_TORCH_RE}|pcre2|utf8proc|openblas)")
 # The runtime detector library agents embed (docs/export.md): GGUF, OpenBLAS and the tokenizer,
 # never HDF5, libcurl, libtorch or the HTTP server's libmicrohttpd (docs/agents.md).
 # The checks have teeth: a program that does link libcurl (the llm one), and the detector library,

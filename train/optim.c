@@ -14,12 +14,6 @@ struct sn_adamw {
     int64_t                t;      /* steps taken */
 };
 
-struct sn_adamw_params sn_adamw_default_params(void)
-{
-    struct sn_adamw_params p = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01};
-    return p;
-}
-
 void sn_adamw_free(struct sn_adamw *o)
 {
     if (!o)

@@ -27,6 +27,7 @@
 #include "aten/aten.h"
 #include "hf/hf.h"
 #include "lora/lora.h"
+#include "train/recipe.h"
 
 /* ---- config (config.json: struct sn_model_config and its parser, hf/hf.h) ---------------- */
 
@@ -186,10 +187,6 @@ int64_t sn_model_count_params(const struct sn_model *m, bool trainable_only);
 
 /* ---- AdamW (Loshchilov & Hutter, arXiv:1711.05101; torch.optim.AdamW) ---------------------- */
 
-struct sn_adamw_params {
-    double beta1, beta2, eps, weight_decay;
-};
-struct sn_adamw_params sn_adamw_default_params(void); /* 0.9, 0.999, 1e-8, 0.01 (torch) */
 struct sn_adamw;
 /* Moments are zero tensors shaped like each param. params is copied (the tensors are borrowed
 ** and must outlive the optimizer). */
@@ -214,83 +211,8 @@ void sn_adamw_set_step_count(struct sn_adamw *o, int64_t t);
 /* A small seeded-init config: 4 layers, hidden 256, 8 heads, 4 KV heads, intermediate 768. */
 struct sn_model_config sn_model_config_small(int64_t vocab_size);
 
-/* Learning-rate schedules (the lambdas of transformers' get_{constant,linear,cosine}_schedule_
-** with_warmup). The lr used by optimizer step s (0-based) is
-**   s < W:  lr · s / W                      (linear warmup from 0, as HF)
-**   else    p = (s − W) / max(1, N − W)
-**           constant: lr;  linear: lr · max(0, 1 − p);
-**           cosine:   lr · (m + (1 − m) · 0.5 · (1 + cos(π p))),  m = min_ratio (HF: 0)
-** with W = warmup steps and N = total steps. */
-enum sn_lr_kind { SN_LR_CONSTANT, SN_LR_LINEAR, SN_LR_COSINE, SN_LR_KIND_COUNT };
-struct sn_lr_schedule {
-    enum sn_lr_kind kind;
-    double          lr;
-    int64_t         warmup_steps;
-    int64_t         total_steps;
-    double          min_ratio;
-};
+/* The lr of optimizer step s (0-based) under schedule s (train/recipe.h). */
 double sn_lr_at(const struct sn_lr_schedule *s, int64_t step);
-
-enum sn_train_mode { SN_TRAIN_MODE_DEFAULT, SN_TRAIN_FULL, SN_TRAIN_LORA };
-
-/* How a micro-batch's sequences become rows (docs/train.md, "Packed and shared-prefix
-** batches"). All three give the same rewards and gradients up to rounding
-** (tests/test_train_packing.c). */
-enum sn_batching {
-    SN_BATCH_PADDED,        /* one sequence per row, right-padded to the longest */
-    SN_BATCH_PACKED,        /* every sequence in one row, block-diagonal causal mask */
-    SN_BATCH_SHARED_PREFIX, /* packed, and a tuple's common prefix encoded once */
-    SN_BATCH_COUNT
-};
-const char *sn_batching_name(enum sn_batching b); /* "padded", "packed", "shared_prefix" */
-
-/* Every setting of the recipe's `train` section (docs/train.md lists keys and defaults). */
-struct sn_train_params {
-    const char *base;            /* HF model directory, "tiny" or "small" (seeded init) */
-    enum sn_train_mode mode;     /* DEFAULT: full for a seeded init, lora for an HF base */
-    struct sn_lora_config lora;  /* paper: r 64, alpha 128, dropout 0.05 */
-    struct sn_adamw_params adamw;
-    bool     decay_all;          /* weight decay also on biases, norms and the head */
-    struct sn_lr_schedule sched; /* total_steps is derived (epochs or max_steps) */
-    double   warmup_ratio;       /* > 0: warmup = ceil(ratio · total), overrides warmup_steps */
-    int64_t  epochs;             /* used when max_steps is 0 */
-    int64_t  max_steps;          /* 0 = epochs × steps per epoch */
-    int64_t  micro_batch;        /* tuples per forward */
-    int64_t  grad_accum;         /* micro-batches per optimizer step */
-    double   max_grad_norm;      /* clip by global norm; 0 = off (norm still logged) */
-    double   alpha;              /* weight of the alignment loss */
-    double   center_rewards;     /* TRL center_rewards_coefficient: + c·mean((r_ch + r_rej)²) */
-    uint64_t seed;
-    enum sn_dtype dtype;         /* F32 (default), F64, or BF16: bf16 GEMMs with f32 master
-                                 ** weights, optimizer state and loss (docs/train.md) */
-    bool     grad_checkpoint;
-    const char *device;          /* "cpu" (default), "cuda" (each rank takes cuda:LOCAL_RANK)
-                                 ** or "cuda:N"; CUDA needs a CUDA libtorch (docs/train.md) */
-    int      threads;            /* intra-op threads; 0 = libtorch's default */
-    int64_t  eval_every;         /* steps; 0 = only at the end */
-    int64_t  eval_batch;         /* tuples per eval forward */
-    int64_t  save_every;         /* steps; 0 = only at the end (and on SIGINT/SIGTERM) */
-    int64_t  keep_last;          /* checkpoints kept (besides the best); 0 = all */
-    int64_t  log_every;          /* metrics.jsonl line every N steps (1) */
-    const char *best_metric;     /* eval metric for the best checkpoint ("eval_accuracy") */
-    bool     best_greater;       /* higher is better (true, false for eval_loss) */
-    const char *tokenizer;       /* tokenizer.json (copied next to seeded base and checkpoints) */
-    const char *init_adapter;    /* continue from this adapter (lora mode) */
-    enum sn_batching batching;   /* rows of a micro-batch (padded) */
-    bool     length_bucketing;   /* sort each step's tuples by length before splitting it
-                                 ** into micro-batches (same step gradient, less padding) */
-    int      progress_mode;      /* sn_progress force_mode: 0 auto, 2 plain, 3 silent */
-    bool     tensorboard;        /* train.report_to has "tensorboard": event files in OUT/runs
-                                 ** beside metrics.jsonl (always written; docs/train.md) */
-    /* Called after every optimizer step, before its evaluation and checkpoint; NULL = none. */
-    void   (*on_step)(void *user, int64_t step);
-    void    *user;
-};
-struct sn_train_params sn_train_default_params(void);
-/* Reads recipe["train"] (absent = defaults) into p. Unknown keys name the nearest valid one;
-** strings in p are borrowed from recipe. */
-int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
-                                struct sn_err *err);
 
 /* One optimizer step's (or one evaluation's) numbers, TRL names where they exist. */
 struct sn_train_stats {

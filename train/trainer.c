@@ -98,7 +98,7 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
     mp.seed = t->p.seed;
     mp.device = t->dev;
     mp.grad_checkpoint = t->p.grad_checkpoint;
-    bool seeded = !strcmp(t->p.base, "tiny") || !strcmp(t->p.base, "small");
+    bool seeded = sn_train_base_is_seeded(t->p.base);
     int rc;
     if (t->full && resume_dir) {
         rc = sn_model_open_hf(resume_dir, &mp, &t->m, err);
@@ -192,7 +192,7 @@ static int resolve_device(const char *name, struct sn_device *dev, struct sn_err
 
 static bool seeded_base(const char *base)
 {
-    return !strcmp(base, "tiny") || !strcmp(base, "small");
+    return sn_train_base_is_seeded(base);
 }
 
 /* The output directory (created), the absolute paths of out and shards, the mode and its
@@ -209,8 +209,7 @@ static int open_out_and_device(struct sn_trainer *t, const char *shards, const c
         if (!t->out || !t->shards)
             rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     }
-    t->full = p->mode == SN_TRAIN_FULL || (p->mode == SN_TRAIN_MODE_DEFAULT &&
-                                           seeded_base(p->base));
+    t->full = sn_train_is_full(p);
     if (!t->p.sched.lr)
         t->p.sched.lr = t->full ? 1e-3 : 5e-6;
     if (p->threads > 0)

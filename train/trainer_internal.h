@@ -1,6 +1,6 @@
 /* train/trainer_internal.h: what the trainer's sources share (not for other modules, nor for the
-** rest of train/). The trainer is one object split by idea:
-**   trainer_params.c   the recipe's `train` section -> struct sn_train_params
+** rest of train/). The trainer is one object split by idea (its settings and their recipe
+** section: train/recipe.h):
 **   trainer_batches.c  the shards of each split, the data order, a micro-batch's rows
 **   trainer_optim.c    the learning-rate schedule, the two weight-decay groups, clip and AdamW
 **   trainer_ckpt.c     settings, checkpoints and exact resume, metrics.jsonl
@@ -80,10 +80,6 @@ struct sn_trainer {
     /* sn_trainer_request_stop's flag: set from a signal handler, so only stored to there */
     volatile sig_atomic_t stop_requested;
 };
-
-/* ---- trainer_params.c ---------------------------------------------------------------------- */
-
-const char *sn_train_sched_name(enum sn_lr_kind k); /* "constant", "linear", "cosine" */
 
 /* ---- trainer_batches.c --------------------------------------------------------------------- */
 

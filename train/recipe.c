@@ -1,10 +1,30 @@
-/* train/trainer_params.c: the recipe's `train` section into struct sn_train_params: defaults,
-** the known keys, each value's type and range, the enums named by strings (mode, schedule,
-** dtype, batching) and the `lora` subsection. Keys and defaults: docs/train.md. */
-#include "train/trainer_internal.h"
+/* train/recipe.c: the recipe's `train` section into struct sn_train_params (train/recipe.h):
+** defaults, the known keys, each value's type and range, the enums named by strings (mode,
+** schedule, dtype, batching) and the `lora` subsection; the Hugging Face names come from
+** train/recipe_hf.c. No libtorch: `sentinel run` checks the section with it before any stage
+** runs. Keys and defaults: docs/train.md "The `train` section". */
+#include "train/recipe_internal.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
+
+struct sn_adamw_params sn_adamw_default_params(void)
+{
+    struct sn_adamw_params p = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01};
+    return p;
+}
+
+bool sn_train_base_is_seeded(const char *base)
+{
+    return base && (!strcmp(base, "tiny") || !strcmp(base, "small"));
+}
+
+bool sn_train_is_full(const struct sn_train_params *p)
+{
+    return p->mode == SN_TRAIN_FULL ||
+           (p->mode == SN_TRAIN_MODE_DEFAULT && sn_train_base_is_seeded(p->base));
+}
 
 struct sn_train_params sn_train_default_params(void)
 {
@@ -47,7 +67,11 @@ static const char *const train_keys[] = {
     "grad_checkpoint", "device", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
     "log_every", "best_metric", "tokenizer", "init_adapter", "shards", "out", "batching",
     "length_bucketing", "report_to", NULL};
-static const char *const lora_keys[] = {"r", "alpha", "dropout", "target_modules", NULL};
+/* PEFT's LoraConfig names lora_alpha and lora_dropout are accepted for alpha and dropout. */
+static const char *const lora_keys[] = {"r", "alpha", "dropout", "target_modules", "lora_alpha",
+                                        "lora_dropout", NULL};
+static const char *const best_metrics[] = {"eval_accuracy", "eval_loss", "eval_margin",
+                                           "eval_align_accuracy", NULL};
 static const char *const sched_names[SN_LR_KIND_COUNT] = {"constant", "linear", "cosine"};
 static const char *const batching_names[] = {"padded", "packed", "shared_prefix"};
 _Static_assert(sizeof batching_names / sizeof batching_names[0] == SN_BATCH_COUNT,
@@ -63,13 +87,18 @@ const char *sn_batching_name(enum sn_batching b)
     return (unsigned)b < SN_BATCH_COUNT ? batching_names[b] : "?";
 }
 
+/* The section's keys are read under the name the recipe uses: the sentinel key or its
+** Hugging Face name (train/recipe_hf.c), so that a message names what the user wrote. */
+#define K(key) sn_train_hf_name(sec, key)
+
 static int get_pos(const cJSON *sec, const char *key, int64_t min, int64_t *v,
                    struct sn_err *err)
 {
-    int rc = sn_json_get_int(sec, "train", key, *v, v, err);
+    const char *name = K(key);
+    int rc = sn_json_get_int(sec, "train", name, *v, v, err);
     if (!rc && *v < min)
         rc = sn_err_set(err, SN_E_ARG, "recipe: train.%s = %" PRId64 " (expected >= %" PRId64
-                        ")", key, *v, min);
+                        ")", name, *v, min);
     return rc;
 }
 
@@ -80,60 +109,66 @@ struct train_raw {
     int64_t     seed, threads;
 };
 
+static int get_d(const cJSON *sec, const char *key, double *v, struct sn_err *err)
+{
+    return sn_json_get_double(sec, "train", K(key), *v, v, err);
+}
+
+static int get_b(const cJSON *sec, const char *key, bool *v, struct sn_err *err)
+{
+    return sn_json_get_bool(sec, "train", K(key), *v, v, err);
+}
+
+static int get_s(const cJSON *sec, const char *key, const char **v, struct sn_err *err)
+{
+    return sn_json_get_string(sec, "train", K(key), *v, v, err);
+}
+
 /* Reads every scalar key of the section (absent = the value already in p). */
 static int read_scalars(const cJSON *sec, struct sn_train_params *p, struct train_raw *w,
                         struct sn_err *err)
 {
     int rc;
-    if ((rc = sn_json_get_string(sec, "train", "base", p->base, &p->base, err)) ||
-        (rc = sn_json_get_string(sec, "train", "mode", NULL, &w->mode, err)) ||
-        (rc = sn_json_get_double(sec, "train", "lr", p->sched.lr, &p->sched.lr, err)) ||
-        (rc = sn_json_get_double(sec, "train", "beta1", p->adamw.beta1, &p->adamw.beta1, err)) ||
-        (rc = sn_json_get_double(sec, "train", "beta2", p->adamw.beta2, &p->adamw.beta2, err)) ||
-        (rc = sn_json_get_double(sec, "train", "eps", p->adamw.eps, &p->adamw.eps, err)) ||
-        (rc = sn_json_get_double(sec, "train", "weight_decay", p->adamw.weight_decay,
-                                 &p->adamw.weight_decay, err)) ||
-        (rc = sn_json_get_bool(sec, "train", "weight_decay_all", p->decay_all, &p->decay_all,
-                               err)) ||
-        (rc = sn_json_get_string(sec, "train", "schedule", w->sched, &w->sched, err)) ||
-        (rc = sn_json_get_int(sec, "train", "warmup_steps", p->sched.warmup_steps,
-                              &p->sched.warmup_steps, err)) ||
-        (rc = sn_json_get_double(sec, "train", "warmup_ratio", p->warmup_ratio,
-                                 &p->warmup_ratio, err)) ||
-        (rc = sn_json_get_double(sec, "train", "min_lr_ratio", p->sched.min_ratio,
-                                 &p->sched.min_ratio, err)) ||
+    if ((rc = get_s(sec, "base", &p->base, err)) || (rc = get_s(sec, "mode", &w->mode, err)) ||
+        (rc = get_d(sec, "lr", &p->sched.lr, err)) ||
+        (rc = get_d(sec, "beta1", &p->adamw.beta1, err)) ||
+        (rc = get_d(sec, "beta2", &p->adamw.beta2, err)) ||
+        (rc = get_d(sec, "eps", &p->adamw.eps, err)) ||
+        (rc = get_d(sec, "weight_decay", &p->adamw.weight_decay, err)) ||
+        (rc = get_b(sec, "weight_decay_all", &p->decay_all, err)) ||
+        (rc = get_s(sec, "schedule", &w->sched, err)) ||
+        (rc = get_pos(sec, "warmup_steps", -1, &p->sched.warmup_steps, err)) ||
+        (rc = get_d(sec, "warmup_ratio", &p->warmup_ratio, err)) ||
+        (rc = get_d(sec, "min_lr_ratio", &p->sched.min_ratio, err)) ||
         (rc = get_pos(sec, "epochs", 1, &p->epochs, err)) ||
-        (rc = get_pos(sec, "max_steps", 0, &p->max_steps, err)) ||
+        /* -1: transformers' "not set" (train by epochs), which is our 0 */
+        (rc = get_pos(sec, "max_steps", -1, &p->max_steps, err)) ||
         (rc = get_pos(sec, "micro_batch", 1, &p->micro_batch, err)) ||
         (rc = get_pos(sec, "grad_accum", 1, &p->grad_accum, err)) ||
-        (rc = sn_json_get_double(sec, "train", "max_grad_norm", p->max_grad_norm,
-                                 &p->max_grad_norm, err)) ||
-        (rc = sn_json_get_double(sec, "train", "alpha", p->alpha, &p->alpha, err)) ||
-        (rc = sn_json_get_double(sec, "train", "center_rewards", p->center_rewards,
-                                 &p->center_rewards, err)) ||
-        (rc = sn_json_get_int(sec, "train", "seed", w->seed, &w->seed, err)) ||
-        (rc = sn_json_get_string(sec, "train", "dtype", NULL, &w->dtype, err)) ||
-        (rc = sn_json_get_bool(sec, "train", "grad_checkpoint", p->grad_checkpoint,
-                               &p->grad_checkpoint, err)) ||
-        (rc = sn_json_get_string(sec, "train", "device", p->device, &p->device, err)) ||
+        (rc = get_d(sec, "max_grad_norm", &p->max_grad_norm, err)) ||
+        (rc = get_d(sec, "alpha", &p->alpha, err)) ||
+        (rc = get_d(sec, "center_rewards", &p->center_rewards, err)) ||
+        (rc = sn_json_get_int(sec, "train", K("seed"), w->seed, &w->seed, err)) ||
+        (rc = get_s(sec, "dtype", &w->dtype, err)) ||
+        (rc = get_b(sec, "grad_checkpoint", &p->grad_checkpoint, err)) ||
+        (rc = get_s(sec, "device", &p->device, err)) ||
         (rc = get_pos(sec, "threads", 0, &w->threads, err)) ||
         (rc = get_pos(sec, "eval_every", 0, &p->eval_every, err)) ||
         (rc = get_pos(sec, "eval_batch", 1, &p->eval_batch, err)) ||
         (p->eval_batch > 1024 &&
-         (rc = sn_err_set(err, SN_E_ARG, "recipe: train.eval_batch = %" PRId64 " (at most "
-                          "1024)", p->eval_batch))) ||
+         (rc = sn_err_set(err, SN_E_ARG, "recipe: train.%s = %" PRId64 " (at most 1024)",
+                          K("eval_batch"), p->eval_batch))) ||
         (rc = get_pos(sec, "save_every", 0, &p->save_every, err)) ||
         (rc = get_pos(sec, "keep_last", 0, &p->keep_last, err)) ||
         (rc = get_pos(sec, "log_every", 1, &p->log_every, err)) ||
-        (rc = sn_json_get_string(sec, "train", "best_metric", p->best_metric, &p->best_metric,
-                                 err)) ||
-        (rc = sn_json_get_string(sec, "train", "tokenizer", p->tokenizer, &p->tokenizer, err)) ||
-        (rc = sn_json_get_string(sec, "train", "init_adapter", p->init_adapter,
-                                 &p->init_adapter, err)) ||
-        (rc = sn_json_get_string(sec, "train", "batching", w->batching, &w->batching, err)) ||
-        (rc = sn_json_get_bool(sec, "train", "length_bucketing", p->length_bucketing,
-                               &p->length_bucketing, err)))
+        (rc = get_s(sec, "best_metric", &p->best_metric, err)) ||
+        (rc = get_s(sec, "tokenizer", &p->tokenizer, err)) ||
+        (rc = get_s(sec, "init_adapter", &p->init_adapter, err)) ||
+        (rc = get_s(sec, "batching", &w->batching, err)) ||
+        (rc = get_b(sec, "length_bucketing", &p->length_bucketing, err)))
         return rc;
+    if (p->max_steps < 0)
+        p->max_steps = 0;
     return SN_OK;
 }
 
@@ -199,9 +234,25 @@ static int check_ranges(const struct sn_train_params *p, struct sn_err *err)
     if (!(p->warmup_ratio >= 0.0 && p->warmup_ratio < 1.0))
         return sn_err_set(err, SN_E_ARG, "recipe: train.warmup_ratio = %g (expected [0, 1))",
                           p->warmup_ratio);
-    if (!(p->alpha >= 0.0) || !(p->center_rewards >= 0.0) || !(p->sched.lr >= 0.0))
+    if (!(p->alpha >= 0.0) || !(p->center_rewards >= 0.0) || !(p->sched.lr >= 0.0) ||
+        !isfinite(p->sched.lr))
         return sn_err_set(err, SN_E_ARG, "recipe: train.alpha, train.center_rewards and "
                           "train.lr must be >= 0");
+    if (!(p->adamw.beta1 >= 0.0 && p->adamw.beta1 < 1.0) ||
+        !(p->adamw.beta2 >= 0.0 && p->adamw.beta2 < 1.0))
+        return sn_err_set(err, SN_E_ARG, "recipe: train.beta1 = %g, train.beta2 = %g (each "
+                          "expected in [0, 1))", p->adamw.beta1, p->adamw.beta2);
+    if (!(p->adamw.eps > 0.0) || !(p->adamw.weight_decay >= 0.0) || !(p->max_grad_norm >= 0.0))
+        return sn_err_set(err, SN_E_ARG, "recipe: train.eps = %g (expected > 0), "
+                          "train.weight_decay = %g and train.max_grad_norm = %g (expected >= 0)",
+                          p->adamw.eps, p->adamw.weight_decay, p->max_grad_norm);
+    size_t i;
+    for (i = 0; best_metrics[i] && strcmp(p->best_metric, best_metrics[i]); i++)
+        ;
+    if (!best_metrics[i])
+        return sn_err_set(err, SN_E_ARG, "recipe: train.best_metric = \"%s\" (expected "
+                          "eval_accuracy, eval_loss, eval_margin or eval_align_accuracy)",
+                          p->best_metric);
     return SN_OK;
 }
 
@@ -213,11 +264,23 @@ static int read_lora(const cJSON *lo, struct sn_train_params *p, struct sn_err *
         return sn_err_set(err, SN_E_ARG, "recipe: 'train.lora' must be an object");
     if ((rc = sn_recipe_check_keys(lo, "train.lora", lora_keys, err)))
         return rc;
+    static const char *const names[2][2] = {{"alpha", "lora_alpha"},
+                                             {"dropout", "lora_dropout"}};
+    const char *use[2];
+    for (int i = 0; i < 2; i++) {
+        bool ours = cJSON_HasObjectItem(lo, names[i][0]);
+        bool peft = cJSON_HasObjectItem(lo, names[i][1]);
+        if (ours && peft)
+            return sn_err_set(err, SN_E_ARG, "recipe: train.lora.%s and train.lora.%s are one "
+                              "setting (%s is PEFT's name): keep one", names[i][0], names[i][1],
+                              names[i][1]);
+        use[i] = names[i][peft];
+    }
     int64_t r = p->lora.r;
     if ((rc = sn_json_get_int(lo, "train.lora", "r", r, &r, err)) ||
-        (rc = sn_json_get_double(lo, "train.lora", "alpha", p->lora.alpha, &p->lora.alpha,
+        (rc = sn_json_get_double(lo, "train.lora", use[0], p->lora.alpha, &p->lora.alpha,
                                  err)) ||
-        (rc = sn_json_get_double(lo, "train.lora", "dropout", p->lora.dropout,
+        (rc = sn_json_get_double(lo, "train.lora", use[1], p->lora.dropout,
                                  &p->lora.dropout, err)))
         return rc;
     if (r < 1 || r > 65536)
@@ -288,7 +351,7 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
         return SN_OK;
     if (!cJSON_IsObject(sec))
         return sn_err_set(err, SN_E_ARG, "recipe: 'train' must be an object");
-    int rc = sn_recipe_check_keys(sec, "train", train_keys, err);
+    int rc = sn_train_hf_check(sec, train_keys, err);
     if (rc)
         return rc;
     struct train_raw w = {NULL, sched_names[p->sched.kind], NULL, batching_names[p->batching],
@@ -298,7 +361,8 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
         return rc;
     p->seed = (uint64_t)w.seed;
     p->threads = (int)w.threads;
-    if ((rc = parse_names(&w, p, err)) || (rc = check_ranges(p, err)))
+    if ((rc = parse_names(&w, p, err)) || (rc = sn_train_hf_apply(sec, p, err)) ||
+        (rc = check_ranges(p, err)))
         return rc;
     p->best_greater = !strstr(p->best_metric, "loss");
     const cJSON *rt = cJSON_GetObjectItemCaseSensitive(sec, "report_to");
@@ -308,4 +372,9 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
     if (lo)
         return read_lora(lo, p, err);
     return SN_OK;
+}
+
+void sn_train_recipe_sets_win(cJSON *recipe, const char *const *sets, size_t n)
+{
+    sn_train_hf_sets_win(recipe, train_keys, sets, n);
 }
