@@ -15,6 +15,7 @@
 ** time a generator at --gen-tps tokens/s needs to write the 5 responses.
 ** usage: bench_detector OUT_DIR [--threads N] [--layers L] [--tokens T] [--pairs N]
 **                               [--gen-tps X] */
+#include "bench/bench_words.h"
 #include "common/common.h"
 #include "export/export.h"
 #include "export/write.h"
@@ -66,19 +67,6 @@ static double flops(int L, double T, double P)
     double per_tok = 2.0 * (2.0 * E_ * E_ + 2.0 * E_ * Ekv + 3.0 * E_ * F_);
     double att = 2.0 * 2.0 * T * (P + (T + 1) / 2.0) * E_;  /* q·k and p·v, causal */
     return L * (per_tok * T + att);
-}
-
-/* Text of about n tokens of the demo tokenizer (a few bytes per token). */
-static char *words(struct sn_rng *r, int n_words)
-{
-    static const char *w[] = {"the", "answer", "is", "because", "we", "multiply", "seven",
-                              "twelve", "so", "(B)", "84", "agents", "debate", "round",
-                              "evidence", "claim", "I", "think", "correct", "wrong"};
-    struct sn_buf b = {0};
-    struct sn_err e = {0};
-    for (int i = 0; i < n_words; i++)
-        sn_buf_printf(&b, &e, "%s%s", i ? " " : "", w[sn_rng_below(r, 20)]);
-    return b.data;
 }
 
 int main(int argc, char **argv)
@@ -142,7 +130,7 @@ int main(int argc, char **argv)
     struct sn_ids *seq = calloc((size_t)pairs + 6, sizeof *seq);
     int n_seq = 0;
     for (int i = 0; i < pairs; i++) {
-        char *ctx = words(&rng, tokens / 2), *resp = words(&rng, tokens / 4);
+        char *ctx = bench_words(&rng, tokens / 2), *resp = bench_words(&rng, tokens / 4);
         struct sn_prompt pr = {0};
         pr.task = ctx;
         if (sn_template_encode(tok, &pr, resp, 4096, &seq[n_seq++], NULL, NULL, &err))
@@ -180,10 +168,10 @@ int main(int argc, char **argv)
     printf("RESULT ours_single_tok_s=%.3f\n", (double)ntok / tsum);
 
     /* shared context: 5 responses, context 4x their length */
-    char *ctx = words(&rng, tokens);
+    char *ctx = bench_words(&rng, tokens);
     const char *resp[5];
     for (int i = 0; i < 5; i++)
-        resp[i] = words(&rng, tokens / 4);
+        resp[i] = bench_words(&rng, tokens / 4);
     float sh[5], sep[5];
     double a = sn_now();
     if (sn_detector_score_shared(d, ctx, resp, 5, sh, &err))

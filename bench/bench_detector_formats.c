@@ -16,6 +16,7 @@
 **   bench_detector_formats peak [--threads N]
 **       sgemm GFLOP/s (OpenBLAS, n = 1024, as the environment picks its kernels) and the BF16
 **       dot-product kernel's (kernels/, vdpbf16ps where present) on the same shape. */
+#include "bench/bench_words.h"
 #include "common/common.h"
 #include "export/export.h"
 #include "export/write.h"
@@ -42,18 +43,6 @@ static const char *opt(int argc, char **argv, const char *name, const char *dflt
         if (!strcmp(argv[i], name))
             return argv[i + 1];
     return dflt;
-}
-
-static char *words(struct sn_rng *r, int n_words)
-{
-    static const char *w[] = {"the", "answer", "is", "because", "we", "multiply", "seven",
-                              "twelve", "so", "(B)", "84", "agents", "debate", "round",
-                              "evidence", "claim", "I", "think", "correct", "wrong"};
-    struct sn_buf b = {0};
-    struct sn_err e = {0};
-    for (int i = 0; i < n_words; i++)
-        sn_buf_printf(&b, &e, "%s%s", i ? " " : "", w[sn_rng_below(r, 20)]);
-    return b.data;
 }
 
 static int prepare(const char *out, int argc, char **argv, struct sn_err *err)
@@ -92,7 +81,7 @@ static int prepare(const char *out, int argc, char **argv, struct sn_err *err)
     struct sn_rng rng;
     sn_rng_seed(&rng, 9);
     for (int i = 0; f && !rc && i < pairs; i++) {
-        char *ctx = words(&rng, tokens / 2), *resp = words(&rng, tokens / 4);
+        char *ctx = bench_words(&rng, tokens / 2), *resp = bench_words(&rng, tokens / 4);
         struct sn_prompt pr = {0};
         struct sn_ids ids = {0};
         pr.task = ctx;

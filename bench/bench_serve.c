@@ -13,6 +13,7 @@
 ** client. Reports requests/s of both, their ratio (target >= 0.90), and the latency one client
 ** alone sees in each (the HTTP overhead per request).
 ** usage: bench_serve OUT_DIR [--clients C] [--layers L] [--tokens T] [--requests N] */
+#include "bench/bench_words.h"
 #include "common/common.h"
 #include "export/export.h"
 #include "export/write.h"
@@ -40,18 +41,6 @@ static int next_req;          /* requests handed out so far */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t ready; /* every client warm, and the clock started */
 static int failures;
-
-static char *words(struct sn_rng *r, int n_words)
-{
-    static const char *w[] = {"the", "answer", "is", "because", "we", "multiply", "seven",
-                              "twelve", "so", "(B)", "84", "agents", "debate", "round",
-                              "evidence", "claim", "I", "think", "correct", "wrong"};
-    struct sn_buf b = {0};
-    struct sn_err e = {0};
-    for (int i = 0; i < n_words; i++)
-        sn_buf_printf(&b, &e, "%s%s", i ? " " : "", w[sn_rng_below(r, 20)]);
-    return b.data;
-}
 
 static bool take(void)
 {
@@ -191,17 +180,17 @@ int main(int argc, char **argv)
     struct sn_ids ids = {0};
     int n_words = tokens;
     for (int tries = 0; tries < 8; tries++) {
-        char *t = words(&rng, n_words);
+        char *t = bench_words(&rng, n_words);
         ids.n = 0;
         if (sn_tokenizer_encode(sn_detector_tokenizer(d), t, strlen(t), &ids, &err))
             goto fail;
         sn_free(t);
         n_words = (int)((double)n_words * tokens / (double)(ids.n ? ids.n : 1) + 0.5);
     }
-    ctx_text = words(&rng, n_words);
+    ctx_text = bench_words(&rng, n_words);
     size_t resp_tokens = 0;
     for (int i = 0; i < N_RESP; i++) {
-        resp_text[i] = words(&rng, n_words);
+        resp_text[i] = bench_words(&rng, n_words);
         ids.n = 0;
         sn_tokenizer_encode(sn_detector_tokenizer(d), resp_text[i], strlen(resp_text[i]), &ids,
                             &err);
