@@ -17,7 +17,7 @@
 ** so no evaluation question text is a training question text. Numeric items are the
 ** `synthetic` generator's word problems, kept when bit 0 of the hash of their question text
 ** is 0 (train) or 1 (eval): the two parts never share a numeric question either. */
-#include "data/data.h"
+#include "data/data_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -351,13 +351,7 @@ int sn_facts_generate(struct sn_qset *qs, const struct sn_facts_params *p, const
         fill(types[f->type].e[sn_rng_below(&rng, 3)], f->subject, f->answer, expl, sizeof expl);
         const char *opts[4] = {f->answer, f->distractors[0], f->distractors[1],
                                f->distractors[2]};
-        sn_rng_shuffle(&rng, opts, 4, sizeof opts[0]);
-        int k = 0;
-        for (int j = 0; j < 4; j++)
-            if (opts[j] == f->answer)
-                k = j;
-        gold[0] = (char)('A' + k);
-        gold[1] = '\0';
+        sn_mc_shuffle_options(&rng, opts, gold);
         snprintf(ds, sizeof ds, "%s-%s", name, nov ? "novel" : "known");
         snprintf(id, sizeof id, "%s-%s-%05zu-%08x", name, nov ? "novel" : "known", i,
                  text_hash32(question));

@@ -1,9 +1,22 @@
 /* data/qset.c: what a question set owns (data/data.h): a task's name, one question's
-** strings, the set's deep-copying append and its free. Below the loader (question.c) and the
+** strings, the set's deep-copying append and its free, the shuffle of a multiple-choice
+** item's options. Below the loader (question.c) and the
 ** readers it calls (datasets.c, synthetic.c), which all append through sn_qset_push. */
-#include "data/data.h"
+#include "data/data_internal.h"
 
 #include <string.h>
+
+void sn_mc_shuffle_options(struct sn_rng *rng, const char *opts[4], char gold[2])
+{
+    const char *answer = opts[0];
+    sn_rng_shuffle(rng, opts, 4, sizeof opts[0]);
+    int k = 0;
+    for (int j = 0; j < 4; j++)
+        if (opts[j] == answer)
+            k = j;
+    gold[0] = (char)('A' + k);
+    gold[1] = '\0';
+}
 
 const char *sn_task_name(enum sn_task t) { return t == SN_TASK_MC ? "mc" : "numeric"; }
 

@@ -8,7 +8,7 @@
 ** hash of the question text, options and gold (item_hash): two seeds that draw different
 ** questions at the same index never share an id, so metrics keyed by item (docs/formats.md
 ** "Adversary-effective filtering") never merge different questions. */
-#include "data/data.h"
+#include "data/data_internal.h"
 
 #include <string.h>
 
@@ -253,13 +253,7 @@ int sn_synthetic_generate(struct sn_qset *qs, size_t n, uint64_t seed, double nu
             const struct fact *f = &facts[sn_rng_below(&rng, N_FACTS)];
             const char *opts[4] = {f->answer, f->distractors[0], f->distractors[1],
                                    f->distractors[2]};
-            sn_rng_shuffle(&rng, opts, 4, sizeof opts[0]);
-            int k = 0;
-            for (int j = 0; j < 4; j++)
-                if (opts[j] == f->answer)
-                    k = j;
-            gold[0] = (char)('A' + k);
-            gold[1] = '\0';
+            sn_mc_shuffle_options(&rng, opts, gold);
             snprintf(id, sizeof id, "%s-mc-%05zu-%08x", name, i,
                      (unsigned)item_hash(f->question, opts, 4, gold));
             struct sn_question q = {.id = id, .dataset = (char *)name,

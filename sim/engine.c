@@ -547,30 +547,14 @@ static const char *majority(struct debate *d, int t)
     return w >= 0 ? votes[w] : NULL;
 }
 
-/* Every honest slot that spoke in round t parsed the same answer (and at least one spoke). */
-static bool honest_consensus(struct debate *d, int t)
+/* Every slot that spoke in round t (only the honest ones with honest_only) parsed the same
+** answer, and at least one spoke. */
+static bool consensus(struct debate *d, int t, bool honest_only)
 {
     const char *a = NULL;
     for (int k = 0; k < d->n; k++) {
         const struct msg *m = M(d, t, k);
-        if (d->plan.role[k] != SN_ROLE_HONEST || !m->spoke)
-            continue;
-        if (!m->parsed)
-            return false;
-        if (!a)
-            a = m->answer;
-        else if (!sn_answer_equal(a, m->answer, d->q->task))
-            return false;
-    }
-    return a != NULL;
-}
-
-static bool consensus(struct debate *d, int t)
-{
-    const char *a = NULL;
-    for (int k = 0; k < d->n; k++) {
-        const struct msg *m = M(d, t, k);
-        if (!m->spoke)
+        if ((honest_only && d->plan.role[k] != SN_ROLE_HONEST) || !m->spoke)
             continue;
         if (!m->parsed)
             return false;
@@ -800,7 +784,7 @@ int sn_debate_run(const struct sn_debate_setup *s, const struct sn_question *q, 
     bool stopped = false;
     bool joined = x->join_by <= 0; /* adversaries held back until honest consensus */
     for (int t = 0; t < d.T && !rc; t++) {
-        if (!joined && (t >= x->join_by || (t > 0 && honest_consensus(&d, t - 1))))
+        if (!joined && (t >= x->join_by || (t > 0 && consensus(&d, t - 1, true))))
             joined = true;
         for (int k = 0; k < d.n && !rc; k++)
             if (d.plan.role[k] != SN_ROLE_INTERCEPTOR &&
@@ -809,7 +793,7 @@ int sn_debate_run(const struct sn_debate_setup *s, const struct sn_question *q, 
         if (rc)
             break;
         t_done = t + 1;
-        if (x->early_stop && t + 1 < d.T && consensus(&d, t)) {
+        if (x->early_stop && t + 1 < d.T && consensus(&d, t, false)) {
             stopped = true;
             break;
         }
