@@ -32,7 +32,8 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'sentinel <command> --help' describes a command's options.\n"
-               "Exit status: 0 ok, 1 failure, 2 usage error, 3 command not in this build.\n"
+               "Exit status: 0 ok, 1 failure, 2 usage error, 3 command not in this build, 130/143\n"
+               "interrupted by SIGINT/SIGTERM after saving what resumes the job.\n"
                "Environment: SENTINEL_LOG=error|warn|info|debug sets the log level.\n");
 }
 
