@@ -39,6 +39,17 @@ static void usage(FILE *f)
 "validation-00000.h5, test-00000.h5, ...) plus DIR/manifest.json. Layout and selection rules:\n"
 "docs/formats.md#shard.\n"
 "\n"
+"Preference data (TRL's RewardTrainer datasets) goes through the same template, truncation\n"
+"and shards: a JSON Lines file (*.jsonl, *.jsonl.gz) whose first row has the columns chosen\n"
+"and rejected is read as rows of {\"prompt\", \"chosen\", \"rejected\"} (standard), or\n"
+"{\"chosen\", \"rejected\"} holding the whole sequence (implicit prompt: the shared start is\n"
+"the prompt), as strings or lists of {\"role\", \"content\"} messages (conversational: the\n"
+"last assistant turn is the response, the earlier turns the context), with an optional\n"
+"\"reference\" string for the alignment loss (default: the chosen text). A malformed row\n"
+"fails the build naming file:line before anything is written; rows whose prompt leaves no\n"
+"room in --max-len are counted (task_too_long), cut ones too (truncated). Mapping and\n"
+"choices: docs/formats.md#preference-data.\n"
+"\n"
 "options:\n"
 "  -r, --recipe FILE      recipe (JSON); its `build` section supplies defaults\n"
 "  -i, --input PATH       trajectory file or directory (repeatable; default:\n"
@@ -51,6 +62,8 @@ static void usage(FILE *f)
 "                         first, seeded (default 0 = all pairs)\n"
 "      --seed S           seed of the --max-pairs sample (default 0)\n"
 "      --skip-bad         count and skip malformed trajectory lines instead of failing\n"
+"      --format F         auto (default: per file, preference data when its first row has\n"
+"                         chosen and rejected), trajectory or preference\n"
 "      --set KEY=VALUE    override a recipe key, e.g. --set build.max_pairs=4\n"
 "      --progress MODE    auto (default: a bar on a terminal, plain lines otherwise), bar,\n"
 "                         plain or none\n"
@@ -58,7 +71,8 @@ static void usage(FILE *f)
 "\n");
     fprintf(f,
 "Recipe keys (section `build`): inputs (path or list), out, tokenizer, max_len, shard_size,\n"
-"max_pairs, seed, split_by (item), validation_fraction (0.1), test_fraction (0.1),\n"
+"max_pairs, seed, format (auto), split_by (item), validation_fraction (0.1),\n"
+"test_fraction (0.1),\n"
 "split_seed (0), validation and test (lists of split_by values),\n"
 "history_sentences (2), history_chars (300), dedup (true), skip_bad (false),\n"
 "deflate_level (1), summary, summary_endpoint, summary_sentences (3), reference,\n"
@@ -79,6 +93,8 @@ static void usage(FILE *f)
 "    of values held out by name (every other value trains; no fractions then), e.g.\n"
 "    {\"split_by\": \"dataset\", \"test\": [\"medmcqa\"]}. Trajectories labelled\n"
 "    labels.split = \"ood\" go to the ood split only, never to train or validation.\n"
+"    Preference rows: item = the prompt (rows sharing one share a split), dataset = the\n"
+"    file's name without .jsonl / .jsonl.gz; other split_by values are refused.\n"
 "  An endpoint is an object in the format of simulate.endpoints (docs/openai.md), or the\n"
 "  name of an entry there. Requests use temperature 0 and a seed derived from the\n"
 "  trajectory id and round, so with the endpoint's cache_dir a re-run makes no request and\n"
@@ -134,6 +150,7 @@ int sn_cmd_build(int argc, char **argv)
         {"max-pairs", required_argument, NULL, 'M'}, {"seed", required_argument, NULL, 'E'},
         {"skip-bad", no_argument, NULL, 'B'}, {"set", required_argument, NULL, 's'},
         {"progress", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
+        {"format", required_argument, NULL, 'F'},
         {NULL, 0, NULL, 0}};
     const char *recipe_path = NULL, *out = NULL, *tokenizer = NULL;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
@@ -142,6 +159,7 @@ int sn_cmd_build(int argc, char **argv)
     bool has_max_len = false, has_shard = false, has_pairs = false, has_seed = false;
     bool skip_bad = false;
     int progress_mode = 0, c, status = SN_EXIT_OK;
+    const char *format = NULL;
     if (!inputs || !sets) {
         free(inputs);
         free(sets);
@@ -158,6 +176,7 @@ int sn_cmd_build(int argc, char **argv)
         case 'T': tokenizer = optarg; break;
         case 's': sets[n_sets++] = optarg; break;
         case 'B': skip_bad = true; break;
+        case 'F': format = optarg; break;
         case 'L': status = parse_size("--max-len", optarg, &max_len); has_max_len = true; break;
         case 'S': status = parse_size("--shard-size", optarg, &shard_size); has_shard = true;
                   break;
@@ -272,6 +291,10 @@ int sn_cmd_build(int argc, char **argv)
         p.tuples.seed = seed;
     if (skip_bad)
         p.skip_bad = true;
+    if (format && sn_input_format_parse(format, &p.format, &err)) {
+        status = sn_cli_usage_error("build", "--format %s", err.msg);
+        goto done;
+    }
     if (!p.shard_size) {
         status = sn_cli_usage_error("build", "--shard-size must be at least 1");
         goto done;
@@ -323,16 +346,25 @@ int sn_cmd_build(int argc, char **argv)
                rep.n_inputs, out, rep.per_split[SN_SPLIT_TRAIN],
                rep.per_split[SN_SPLIT_VALIDATION], rep.per_split[SN_SPLIT_TEST],
                rep.per_split[SN_SPLIT_OOD], rep.n_shards);
-        printf("build: read %" PRIu64 " trajectories, %" PRIu64 " rounds; skipped:",
-               rep.counts[SN_TC_TRAJECTORIES], rep.counts[SN_TC_ROUNDS]);
-        for (int k = SN_TC_BAD_LINES; k < SN_TC_COUNT; k++)
-            if (k != SN_TC_REFERENCE_FALLBACK)
-                printf(" %s %" PRIu64, sn_tuples_count_name((enum sn_tuples_count)k),
-                       rep.counts[k]);
-        if (p.tuples.reference)
-            printf("; templated instead of the model's: reference_fallback %" PRIu64,
-                   rep.counts[SN_TC_REFERENCE_FALLBACK]);
-        printf("\n");
+        if (rep.counts[SN_TC_PREF_ROWS])
+            printf("build: read %" PRIu64 " preference rows: %" PRIu64 " with a sequence "
+                   "truncated to max_len %zu, %" PRIu64 " dropped (prompt too long: "
+                   "task_too_long), %" PRIu64 " duplicate, %" PRIu64 " malformed skipped\n",
+                   rep.counts[SN_TC_PREF_ROWS], rep.counts[SN_TC_TRUNCATED], p.max_len,
+                   rep.counts[SN_TC_TASK_TOO_LONG], rep.counts[SN_TC_DUPLICATE],
+                   rep.counts[SN_TC_BAD_LINES]);
+        if (rep.counts[SN_TC_TRAJECTORIES] || !rep.counts[SN_TC_PREF_ROWS]) {
+            printf("build: read %" PRIu64 " trajectories, %" PRIu64 " rounds; skipped:",
+                   rep.counts[SN_TC_TRAJECTORIES], rep.counts[SN_TC_ROUNDS]);
+            for (int k = SN_TC_BAD_LINES; k < SN_TC_PREF_ROWS; k++)
+                if (k != SN_TC_REFERENCE_FALLBACK)
+                    printf(" %s %" PRIu64, sn_tuples_count_name((enum sn_tuples_count)k),
+                           rep.counts[k]);
+            if (p.tuples.reference)
+                printf("; templated instead of the model's: reference_fallback %" PRIu64,
+                       rep.counts[SN_TC_REFERENCE_FALLBACK]);
+            printf("\n");
+        }
     }
 done:
     sn_llm_backend_close(llm.summary);

@@ -65,8 +65,10 @@ static void usage(FILE *f)
         "                       base's tokenizer.json, which is what `sentinel build` records)\n"
         "  --name NAME          general.name (default: the base directory's name)\n"
         "  --progress MODE      auto (default: a bar on a terminal, plain lines otherwise),\n"
-        "                       bar, plain or none: layers converted, rate and ETA\n"
-        "  -h, --help           this help\n"
+        "                       bar, plain or none: layers converted, rate and ETA (one\n"
+        "                       display each for -o, --peft and --hf)\n"
+        "  -h, --help           this help\n");
+    fprintf(f,
         "\n"
         "At least one of -o, --peft and --hf is needed.\n"
         "Exit status: 0 ok, 1 failure, 2 usage error.\n");
@@ -222,12 +224,30 @@ int sn_cmd_export(int argc, char **argv)
                 adapter_only ? " (LoRA adapter)" : "");
     }
     if (peft) {
-        if (sn_export_peft(&p, peft, &err))
+        struct export_bar eb = {sn_progress_default_params(), NULL};
+        eb.pp.label = "export --peft";
+        eb.pp.unit = "layers";
+        eb.pp.force_mode = progress_mode;
+        p.progress = on_layer;
+        p.progress_user = &eb;
+        int rc = sn_export_peft(&p, peft, &err);
+        if (eb.bar)
+            sn_progress_finish(eb.bar, rc ? "stopped" : "written");
+        if (rc)
             return sn_cli_fail("export", &err);
         fprintf(stderr, "sentinel export: wrote the PEFT adapter directory %s\n", peft);
     }
     if (hf) {
-        if (sn_export_hf(&p, hf, &err))
+        struct export_bar eb = {sn_progress_default_params(), NULL};
+        eb.pp.label = "export --hf";
+        eb.pp.unit = "layers";
+        eb.pp.force_mode = progress_mode;
+        p.progress = on_layer;
+        p.progress_user = &eb;
+        int rc = sn_export_hf(&p, hf, &err);
+        if (eb.bar)
+            sn_progress_finish(eb.bar, rc ? "stopped" : "written");
+        if (rc)
             return sn_cli_fail("export", &err);
         fprintf(stderr, "sentinel export: wrote the merged Hugging Face directory %s\n", hf);
     }

@@ -59,8 +59,9 @@ struct sn_export_params {
                                 ** tokenizer.json (what `sentinel build` records) */
     const char *system;         /* NULL = SN_TEMPLATE_SYSTEM */
     const char *name;           /* general.name; NULL = the base directory's last component */
-    /* sn_export_gguf calls it before each transformer layer and after the last (done of total
-    ** layers converted), for a progress display; NULL = none. */
+    /* sn_export_gguf, sn_export_peft and sn_export_hf call it before each transformer layer
+    ** and after the last (done of total layers converted), for a progress display; NULL =
+    ** none. */
     void      (*progress)(void *user, uint64_t done, uint64_t total);
     void       *progress_user;
 };

@@ -51,7 +51,9 @@ int sn_export_peft(const struct sn_export_params *p, const char *out_dir, struct
     if (rc)
         goto done;
     const int64_t E = s.c.E;
-    for (int64_t l = 0; l < s.c.L; l++)
+    for (int64_t l = 0; l < s.c.L; l++) {
+        if (p->progress) /* as sn_export_gguf: done of total layers, for a progress display */
+            p->progress(p->progress_user, (uint64_t)l, (uint64_t)s.c.L);
         for (size_t k = 0; k < SN_EXW_N_LAYER; k++) {
             int64_t d0, d1;
             const struct sn_st_tensor *A, *B;
@@ -64,6 +66,9 @@ int sn_export_peft(const struct sn_export_params *p, const char *out_dir, struct
                 goto done;
             used += 2;
         }
+    }
+    if (p->progress)
+        p->progress(p->progress_user, (uint64_t)s.c.L, (uint64_t)s.c.L);
     const struct sn_st_tensor *hs = NULL;
     if ((rc = sn_exw_adapter_head(&s.ad, E, &hs, err)))
         goto done;
@@ -199,6 +204,8 @@ int sn_export_hf(const struct sn_export_params *p, const char *out_dir, struct s
     /* tensors, in HF names and shapes; converted like the GGUF's matrices (1-D too: HF keeps
     ** one dtype per checkpoint) */
     for (int64_t l = -1; l <= s.c.L; l++) {   /* -1: embeddings, L: the final norm */
+        if (p->progress && l >= 0) /* as sn_export_gguf: done of total layers */
+            p->progress(p->progress_user, (uint64_t)l, (uint64_t)s.c.L);
         size_t nk = (l < 0 || l == s.c.L) ? 1 : SN_EXW_N_LAYER;
         for (size_t k = 0; k < nk; k++) {
             int64_t d0 = E, d1 = 0;   /* HF [d1 = out, d0 = in]; d1 = 0 for vectors */

@@ -31,6 +31,8 @@ struct build {
     ** train_questions */
     struct sn_strmap q_keys, qog_keys;
     uint64_t n_q_trajectories;
+    struct sn_strmap pref_hashes;  /* content hashes of the preference tuples (de-duplication) */
+    struct sn_buf pref_ctx;
 };
 
 static int cmp_str(const void *a, const void *b)
@@ -134,8 +136,159 @@ static int on_tuple(void *user, const struct sn_tuple *t, struct sn_err *err)
     return SN_OK;
 }
 
+/* ---- preference data (docs/formats.md "Preference data") ------------------------------------ */
+
+/* The file's name without its directory and .jsonl / .jsonl.gz: the rows' dataset. */
+static void file_stem(const char *path, char *out, size_t n)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t len = strlen(b);
+    static const char *const ext[] = {".jsonl.gz", ".jsonl", ".json.gz", ".json", ".gz"};
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t e = strlen(ext[i]);
+        if (len > e && !strcmp(b + len - e, ext[i])) {
+            len -= e;
+            break;
+        }
+    }
+    snprintf(out, n, "%.*s", (int)len, b);
+}
+
+/* One preference row -> one tuple through the same template, truncation and shard set as the
+** debates' (on_tuple). Its sequences are always encoded, also when a resumed build skips the
+** tuple, so the truncated count (and the manifest) is the same as an uninterrupted build's. */
+static int pref_tuple(struct build *bd, const struct sn_pref_row *row, const char *stem,
+                      uint64_t lineno, struct sn_err *err)
+{
+    const struct sn_build_params *p = bd->p;
+    uint64_t *counts = sn_tuples_counts(bd->b);
+    struct sn_prompt pr = {NULL, row->task, NULL, 0};
+    size_t fixed = 0;
+    int rc = sn_template_fixed_tokens(bd->tok, &pr, &fixed, err);
+    if (rc)
+        return rc;
+    if (fixed + SN_TEMPLATE_MIN_RESPONSE > p->max_len) {
+        counts[SN_TC_TASK_TOO_LONG]++;
+        return SN_OK;
+    }
+    pr.history = (const char *const *)row->history;
+    pr.n_history = row->n_history;
+    sn_buf_reset(&bd->pref_ctx);
+    if ((rc = sn_template_context(&pr, &bd->pref_ctx, err)) ||
+        (!bd->pref_ctx.data && (rc = sn_buf_puts(&bd->pref_ctx, "", err))))
+        return rc;
+    struct sn_shard_tuple st;
+    memset(&st, 0, sizeof st);
+    st.text[SN_FIELD_CONTEXT] = bd->pref_ctx.data;
+    st.text[SN_FIELD_CHOSEN] = row->chosen;
+    st.text[SN_FIELD_REJECTED] = row->rejected;
+    /* no reference column: the chosen response stands in, so the alignment term compares a
+    ** sequence with itself and adds no gradient (docs/formats.md "Preference data") */
+    st.text[SN_FIELD_REFERENCE] = row->reference ? row->reference : row->chosen;
+    char hex[65], item[17], id[300];
+    sn_tuples_hash(st.text, hex);
+    if (p->tuples.dedup) {
+        bool added = false;
+        if ((rc = sn_strmap_put(&bd->pref_hashes, hex, 64, 0, &added, err)))
+            return rc;
+        if (!added) {
+            counts[SN_TC_DUPLICATE]++;
+            return SN_OK;
+        }
+    }
+    {   /* item = the prompt (its hash): rows that share a prompt share a split */
+        struct sn_sha256 h;
+        uint8_t d[32];
+        sn_sha256_init(&h);
+        sn_sha256_update(&h, bd->pref_ctx.data, bd->pref_ctx.len);
+        sn_sha256_final(&h, d);
+        for (int i = 0; i < 8; i++)
+            snprintf(item + 2 * i, 3, "%02x", d[i]);
+    }
+    struct sn_traj t;
+    memset(&t, 0, sizeof t);
+    t.dataset = stem;
+    t.item_id = item;
+    snprintf(id, sizeof id, "%s:%" PRIu64, stem, lineno);
+    st.meta.scenario = "preference";
+    st.meta.dataset = stem;
+    st.meta.trajectory_id = id;
+    st.meta.item_id = item;
+    st.meta.chosen_agent = st.meta.rejected_agent = -1;
+    st.meta.rejected_kind = "preference";
+    st.meta.split = sn_tuples_split(&t, &p->tuples);
+    st.meta.sha256 = hex;
+    bool cut_any = false;
+    for (int f = SN_FIELD_CHOSEN; f < SN_FIELD_COUNT; f++) {
+        struct sn_template_cut cut;
+        rc = sn_template_encode(bd->tok, &pr, st.text[f], p->max_len, &bd->ids[f], &cut, NULL,
+                                err);
+        if (rc)
+            return sn_err_wrap(err, "%s %s", id, sn_field_name((enum sn_field)f));
+        st.ids[f] = bd->ids[f].v;
+        st.n_ids[f] = bd->ids[f].n;
+        st.meta.cut_history[f] = (int32_t)cut.n_tokens_history;
+        st.meta.cut_response[f] = (int32_t)cut.n_tokens_response;
+        cut_any |= cut.n_tokens_history || cut.n_tokens_response;
+    }
+    if (cut_any)
+        counts[SN_TC_TRUNCATED]++;
+    if (!sn_shard_set_skips_next(bd->set, st.meta.split))
+        bd->prog.tokenized++;
+    if ((rc = sn_shard_set_add(bd->set, &st, err)))
+        return rc;
+    counts[SN_TC_TUPLES]++;
+    bd->prog.tuples++;
+    if (p->progress && p->progress(p->user, &bd->prog))
+        return sn_err_set(err, SN_E_CANCELLED, "build cancelled");
+    return SN_OK;
+}
+
+/* Reads a preference file: with bd == NULL only checks every row (before anything is
+** written, so a malformed row leaves no output behind), else makes their tuples. A last line
+** without a newline is read like the others (hand-written files often end so). */
+static int pref_file(struct build *bd, const char *path, bool skip_bad, struct sn_err *err)
+{
+    struct sn_lines *lr = NULL;
+    struct sn_pref_row row;
+    char where[1200], stem[256];
+    uint64_t *counts = bd ? sn_tuples_counts(bd->b) : NULL;
+    memset(&row, 0, sizeof row);
+    file_stem(path, stem, sizeof stem);
+    int rc = sn_lines_open(path, 0, &lr, err);
+    while (!rc) {
+        const char *line = NULL;
+        size_t len = 0, i = 0;
+        bool complete = false;
+        rc = sn_lines_next(lr, &line, &len, &complete, err);
+        if (rc || !line)
+            break;
+        while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+            i++;
+        if (i == len)
+            continue;
+        uint64_t lineno = sn_lines_lineno(lr);
+        snprintf(where, sizeof where, "%s:%" PRIu64, path, lineno);
+        if (counts)
+            counts[SN_TC_PREF_ROWS]++;
+        rc = sn_pref_parse(line, len, where, &row, err);
+        if (rc && skip_bad && rc == SN_E_FORMAT) {
+            if (counts)
+                counts[SN_TC_BAD_LINES]++;
+            rc = SN_OK;
+        } else if (!rc && bd) {
+            rc = pref_tuple(bd, &row, stem, lineno, err);
+            bd->prog.trajectories++;
+        }
+        sn_pref_row_free(&row);
+    }
+    sn_lines_close(lr);
+    return rc;
+}
+
 static cJSON *make_settings(const struct sn_build_params *p, char **paths, size_t n,
-                            const char *tok_hash, struct sn_err *err)
+                            const char *tok_hash, bool any_pref, struct sn_err *err)
 {
     cJSON *s = cJSON_CreateObject(), *in = cJSON_AddArrayToObject(s, "inputs");
     char num[32];
@@ -184,6 +337,8 @@ static cJSON *make_settings(const struct sn_build_params *p, char **paths, size_
                             : t->summary_method ? t->summary_method : "hook");
     cJSON_AddStringToObject(s, "reference", !t->reference ? "dataset-or-template"
                             : t->reference_method ? t->reference_method : "hook");
+    if (any_pref) /* only then, so the settings of a debate build are unchanged */
+        cJSON_AddStringToObject(s, "preference_builder", SN_PREF_BUILDER_ID);
     return s;
 }
 
@@ -209,12 +364,29 @@ int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *rep
     if (!rc && n_errors_files)
         SN_WARN("build: skipping %zu errors-*.jsonl file(s) in the inputs (debates simulate "
                 "could not finish; re-run simulate to retry them)", n_errors_files);
+    /* Which files are preference data; those are checked whole before anything is written. */
+    bool *is_pref = rc ? NULL : sn_calloc(n_paths + 1, sizeof *is_pref), any_pref = false;
+    if (!rc && !is_pref)
+        rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n_paths && !rc; i++) {
+        is_pref[i] = p->format == SN_INPUT_PREFERENCE;
+        if (p->format == SN_INPUT_AUTO)
+            rc = sn_pref_file_detect(paths[i], &is_pref[i], err);
+        if (!rc && is_pref[i])
+            rc = pref_file(NULL, paths[i], p->skip_bad, err);
+        any_pref |= is_pref[i];
+    }
+    if (!rc && any_pref && p->tuples.split_by != SN_SPLIT_BY_ITEM &&
+        p->tuples.split_by != SN_SPLIT_BY_DATASET)
+        rc = sn_err_set(err, SN_E_ARG, "build: split_by = \"%s\": preference rows have only an "
+                        "item (their prompt) and a dataset (their file's name); use item or "
+                        "dataset", sn_split_by_name(p->tuples.split_by));
     if (!rc)
         rc = sn_tokenizer_open(p->tokenizer_path, &bd.tok, err);
     if (!rc)
         rc = sn_tuples_create(&p->tuples, &bd.b, err);
     if (!rc) {
-        settings = make_settings(p, paths, n_paths, sn_tokenizer_hash(bd.tok), err);
+        settings = make_settings(p, paths, n_paths, sn_tokenizer_hash(bd.tok), any_pref, err);
         if (!settings)
             rc = err->code ? err->code : SN_E_NOMEM;
     }
@@ -255,6 +427,10 @@ int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *rep
     uint64_t *counts = bd.b ? sn_tuples_counts(bd.b) : NULL;
     bd.prog.counts = counts;
     for (size_t i = 0; i < n_paths && !rc; i++) {
+        if (is_pref[i]) {
+            rc = pref_file(&bd, paths[i], p->skip_bad, err);
+            continue;
+        }
         struct sn_traj_reader_params rp = sn_traj_reader_default_params();
         struct sn_traj_reader *r = NULL;
         rp.skip_bad = p->skip_bad;
@@ -321,6 +497,9 @@ done:
     sn_buf_free(&task);
     sn_strmap_free(&bd.q_keys);
     sn_strmap_free(&bd.qog_keys);
+    sn_strmap_free(&bd.pref_hashes);
+    sn_buf_free(&bd.pref_ctx);
+    sn_free(is_pref);
     cJSON_Delete(settings);
     if (paths)
         sn_paths_free(paths, n_paths);

@@ -11,7 +11,7 @@ static const char *const build_keys[] = {
     "history_sentences", "history_chars",
     "dedup", "skip_bad", "deflate_level", "summary", "reference", "summary_endpoint",
     "reference_endpoint", "summary_sentences", "rejected", "contrast", "persuasive_correct",
-    "max_length", /* TRL RewardConfig's name of max_len (docs/train.md "Hugging Face names") */
+    "format", "max_length", /* TRL RewardConfig's name of max_len (docs/train.md "Hugging Face names") */
     NULL};
 
 /* Reads one integer key of the build section into *out (unchanged when absent). */
@@ -137,6 +137,11 @@ int sn_build_params_from_recipe(const cJSON *recipe, struct sn_build_params *p,
                           "are probabilities in [0, 1] (docs/formats.md \"Content-contrastive "
                           "pairs\")");
     if ((rc = sn_split_by_parse(split_by, &t->split_by, err)))
+        return sn_err_wrap(err, "recipe: build");
+    const char *format = sn_input_format_name(p->format);
+    if ((rc = sn_json_get_string(sec, "build", "format", format, &format, err)))
+        return rc;
+    if ((rc = sn_input_format_parse(format, &p->format, err)))
         return sn_err_wrap(err, "recipe: build");
     static const char *const lists[] = {"validation", "test"};
     for (int l = 0; l < 2; l++) {

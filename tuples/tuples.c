@@ -14,7 +14,7 @@ _Static_assert(sizeof kind_names / sizeof kind_names[0] == SN_REJ_COUNT, "kinds"
 static const char *const count_names[] = {
     "trajectories", "rounds", "tuples", "bad_lines", "no_chosen", "no_rejected", "unparsed",
     "empty", "capped", "duplicate", "task_too_long", "no_tuples", "reference_fallback",
-    "contrast", "persuasive_correct", "not_rejected"};
+    "contrast", "persuasive_correct", "not_rejected", "preference_rows", "truncated"};
 _Static_assert(sizeof count_names / sizeof count_names[0] == SN_TC_COUNT, "counts");
 
 const char *sn_rejected_kind_name(enum sn_rejected_kind k)

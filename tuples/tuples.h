@@ -61,6 +61,8 @@ enum sn_tuples_count {
     SN_TC_CONTRAST,        /* content-contrastive pairs emitted: chosen vs its content made wrong */
     SN_TC_PERSUASIVE_CORRECT, /* pairs emitted: an adversary's message made right vs itself */
     SN_TC_NOT_REJECTED,    /* wrong messages the `rejected` setting leaves out */
+    SN_TC_PREF_ROWS,       /* preference rows read (docs/formats.md "Preference data") */
+    SN_TC_TRUNCATED,       /* preference rows with a sequence cut to max_len */
     SN_TC_COUNT
 };
 const char *sn_tuples_count_name(enum sn_tuples_count k); /* "no_chosen", ... (JSON keys) */
@@ -230,8 +232,17 @@ struct sn_build_progress {
     const uint64_t *counts;        /* SN_TC_COUNT entries */
 };
 
+/* What an input file holds (docs/formats.md "Preference data"): debate trajectories, or rows of
+** TRL preference data; auto decides per file from its first row's columns (an object with
+** both `chosen` and `rejected` is preference data). */
+enum sn_input_format { SN_INPUT_AUTO, SN_INPUT_TRAJECTORY, SN_INPUT_PREFERENCE,
+                       SN_INPUT_FORMAT_COUNT };
+const char *sn_input_format_name(enum sn_input_format f); /* "auto", "trajectory", "preference" */
+int sn_input_format_parse(const char *name, enum sn_input_format *out, struct sn_err *err);
+
 struct sn_build_params {
     const char *const *inputs;     /* files or directories (*.jsonl, *.jsonl.gz) */
+    enum sn_input_format format;   /* of every input file; default SN_INPUT_AUTO */
     size_t      n_inputs;
     const char *out_dir;
     const char *tokenizer_path;
@@ -261,6 +272,36 @@ struct sn_build_report {
 ** `train_questions` (docs/formats.md "Manifest"). */
 int sn_tuples_build(const struct sn_build_params *p, struct sn_build_report *report,
                     struct sn_err *err);
+
+/* ---- preference data (tuples/preference.c) ---------------------------------------------
+** One row of TRL preference data (standard, implicit prompt, conversational with an explicit or
+** implicit prompt; optional `reference`) mapped to the prompt template's input, as specified in
+** docs/formats.md "Preference data": the prompt becomes the user turn (a conversation's system
+** turns first, then its first user turn, as the task; its later turns as history entries
+** "<Role>: <content>"); the last assistant turn of chosen / rejected is the response. */
+#define SN_PREF_BUILDER_ID "sentinel-preference/1" /* that mapping, versioned */
+
+enum sn_pref_kind { SN_PREF_STANDARD, SN_PREF_IMPLICIT, SN_PREF_CONVERSATIONAL,
+                    SN_PREF_CONVERSATIONAL_IMPLICIT, SN_PREF_KIND_COUNT };
+const char *sn_pref_kind_name(enum sn_pref_kind k); /* "standard", "implicit", ... */
+
+struct sn_pref_row {
+    enum sn_pref_kind kind;
+    char  *task;                   /* never NULL; "" when the prompt is empty */
+    char **history;                /* (n_history) later turns of a conversational prompt */
+    size_t n_history;
+    char  *chosen, *rejected;      /* the responses, never empty */
+    char  *reference;              /* the row's `reference`, NULL when it has none */
+};
+/* Parses one JSON line (len bytes) into row (zeroed first; release with sn_pref_row_free, on
+** failure too). Every error is SN_E_FORMAT "<where>: <column>: <what was expected>". */
+int  sn_pref_parse(const char *json, size_t len, const char *where, struct sn_pref_row *row,
+                   struct sn_err *err);
+void sn_pref_row_free(struct sn_pref_row *row);
+/* Whether the first non-blank line of a JSON Lines file (plain or gzip) is a preference row
+** (an object with `chosen` and `rejected`). A file whose first line is not a JSON object is
+** not (the trajectory reader then names what is wrong with it). */
+int  sn_pref_file_detect(const char *path, bool *is_pref, struct sn_err *err);
 
 /* ---- question keys (tuples/build_questions.c) ---------------------------------------------
 ** Content keys of a trajectory's question, so that a question is recognised whatever its
