@@ -87,6 +87,13 @@ static void parse_formats(void)
               "\"rejected\": [{\"role\": \"user\", \"content\": \"Hi\"}, "
               "{\"role\": \"assistant\", \"content\": \"Bye\"}]}",
               SN_PREF_CONVERSATIONAL_IMPLICIT, "Hi", NULL, 0, "Hello", "Bye", NULL);
+    /* a turn with line breaks is one history line */
+    static const char *const hist1[] = {"Assistant: one two  three"};
+    check_row("{\"prompt\": [{\"role\": \"user\", \"content\": \"q\\nstill q\"}, "
+              "{\"role\": \"assistant\", \"content\": \"one\\ntwo\\r\\nthree\"}], "
+              "\"chosen\": [{\"role\": \"assistant\", \"content\": \"a\"}], "
+              "\"rejected\": [{\"role\": \"assistant\", \"content\": \"b\"}]}",
+              SN_PREF_CONVERSATIONAL, "q\nstill q", hist1, 1, "a", "b", NULL);
     /* a system turn placed later still comes first */
     static const char *const hist2[] = {"Assistant: x"};
     check_row("{\"chosen\": [{\"role\": \"user\", \"content\": \"u\"}, "
@@ -266,6 +273,13 @@ static void shards_hold(const char *out, struct sn_tokenizer *tok)
                   SN_OK);
             CHECK_MSG(v.n_ids[f] == ids.n && !memcmp(v.ids[f], ids.v, ids.n * sizeof *ids.v),
                       "tuple %zu %s: ids differ from the template's", i,
+                      sn_field_name((enum sn_field)f));
+            /* what `sentinel score --jsonl` renders from {"context": <context text>} */
+            const struct sn_prompt as_scored = {NULL, wants[i].context, NULL, 0};
+            CHECK(sn_template_encode(tok, &as_scored, w[f], 256, &ids, NULL, NULL, &err) ==
+                  SN_OK);
+            CHECK_MSG(v.n_ids[f] == ids.n && !memcmp(v.ids[f], ids.v, ids.n * sizeof *ids.v),
+                      "tuple %zu %s: ids differ from the scorer's rendering", i,
                       sn_field_name((enum sn_field)f));
         }
         struct sn_tuple_meta m;

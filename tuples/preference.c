@@ -178,7 +178,7 @@ static int response_of(const struct msg *m, size_t n, const char *where, const c
 /* The context messages (all but the response) into the template's task and history: system
 ** turns first, their contents joined by a blank line, then the first user turn when it opens
 ** the rest; every later turn one history entry "<Role>: <content>" (role with its first
-** letter capitalised). */
+** letter capitalised, line breaks as spaces). */
 static int context_of(const struct msg *m, size_t n, struct sn_pref_row *row, struct sn_err *err)
 {
     struct sn_buf task = {0}, e = {0};
@@ -209,6 +209,11 @@ static int context_of(const struct msg *m, size_t n, struct sn_pref_row *row, st
         sn_buf_reset(&e);
         rc = sn_buf_printf(&e, err, "%c%s: %s", toupper((unsigned char)m[i].role[0]),
                            m[i].role + 1, m[i].content);
+        /* one entry, one line: the template joins entries with line breaks and the scorer
+        ** splits a context back into entries there (tokenizer/template.h) */
+        for (size_t j = 0; !rc && j < e.len; j++)
+            if (e.data[j] == '\n' || e.data[j] == '\r')
+                e.data[j] = ' ';
         if (!rc && !(row->history[row->n_history++] = dup_n(e.data, e.len)))
             rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     }
