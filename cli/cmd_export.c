@@ -104,6 +104,27 @@ static void on_layer(void *user, uint64_t done, uint64_t total)
     sn_progress_update(b->bar, done, NULL);
 }
 
+/* One output (GGUF, PEFT directory, merged HF directory) written with its own progress display
+** labelled `label`: every writer reports layers converted (export/write.h). */
+static int write_one(struct sn_export_params *p, int progress_mode, const char *label,
+                     int (*write)(const struct sn_export_params *, const char *,
+                                  struct sn_err *),
+                     const char *out, struct sn_err *err)
+{
+    struct export_bar eb = {sn_progress_default_params(), NULL};
+    eb.pp.label = label;
+    eb.pp.unit = "layers";
+    eb.pp.force_mode = progress_mode;
+    p->progress = on_layer;
+    p->progress_user = &eb;
+    int rc = write(p, out, err);
+    if (eb.bar)
+        sn_progress_finish(eb.bar, rc ? "stopped" : "written");
+    p->progress = NULL;
+    p->progress_user = NULL;
+    return rc;
+}
+
 int sn_cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -208,46 +229,20 @@ int sn_cmd_export(int argc, char **argv)
                                   adapter_only ? "--adapter-only" : "--peft");
     struct sn_err err = {0};
     if (out) {
-        struct export_bar eb = {sn_progress_default_params(), NULL};
-        eb.pp.label = "export";
-        eb.pp.unit = "layers";
-        eb.pp.force_mode = progress_mode;
-        p.progress = on_layer;
-        p.progress_user = &eb;
-        int rc = adapter_only ? sn_export_adapter_gguf(&p, out, &err)
-                              : sn_export_gguf(&p, out, &err);
-        if (eb.bar)
-            sn_progress_finish(eb.bar, rc ? "stopped" : "written");
+        int rc = write_one(&p, progress_mode, "export", adapter_only ? sn_export_adapter_gguf
+                           : sn_export_gguf, out, &err);
         if (rc)
             return sn_cli_fail("export", &err);
         fprintf(stderr, "sentinel export: wrote %s%s\n", out,
                 adapter_only ? " (LoRA adapter)" : "");
     }
     if (peft) {
-        struct export_bar eb = {sn_progress_default_params(), NULL};
-        eb.pp.label = "export --peft";
-        eb.pp.unit = "layers";
-        eb.pp.force_mode = progress_mode;
-        p.progress = on_layer;
-        p.progress_user = &eb;
-        int rc = sn_export_peft(&p, peft, &err);
-        if (eb.bar)
-            sn_progress_finish(eb.bar, rc ? "stopped" : "written");
-        if (rc)
+        if (write_one(&p, progress_mode, "export --peft", sn_export_peft, peft, &err))
             return sn_cli_fail("export", &err);
         fprintf(stderr, "sentinel export: wrote the PEFT adapter directory %s\n", peft);
     }
     if (hf) {
-        struct export_bar eb = {sn_progress_default_params(), NULL};
-        eb.pp.label = "export --hf";
-        eb.pp.unit = "layers";
-        eb.pp.force_mode = progress_mode;
-        p.progress = on_layer;
-        p.progress_user = &eb;
-        int rc = sn_export_hf(&p, hf, &err);
-        if (eb.bar)
-            sn_progress_finish(eb.bar, rc ? "stopped" : "written");
-        if (rc)
+        if (write_one(&p, progress_mode, "export --hf", sn_export_hf, hf, &err))
             return sn_cli_fail("export", &err);
         fprintf(stderr, "sentinel export: wrote the merged Hugging Face directory %s\n", hf);
     }

@@ -56,16 +56,6 @@ static bool blank(const char *s)
     return true;
 }
 
-static char *dup_n(const char *s, size_t n)
-{
-    char *d = sn_malloc(n + 1);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = 0;
-    }
-    return d;
-}
-
 /* A text column: a non-blank, valid UTF-8 string. */
 static int text_of(const cJSON *v, const char *where, const char *col, const char **out,
                    struct sn_err *err)
@@ -112,9 +102,9 @@ static int implicit_split(const char *c, const char *r, const char *where,
         return sn_err_set(err, SN_E_FORMAT, "%s: %s: empty text after the shared prompt "
                           "(expected chosen and rejected to differ in a non-empty response)",
                           where, !c[cs] ? "chosen" : "rejected");
-    row->task = dup_n(c, pe);
-    row->chosen = dup_n(c + cs, nc - cs);
-    row->rejected = dup_n(r + rs, nr - rs);
+    row->task = sn_strndup(c, pe);
+    row->chosen = sn_strndup(c + cs, nc - cs);
+    row->rejected = sn_strndup(r + rs, nr - rs);
     return row->task && row->chosen && row->rejected
                ? SN_OK : sn_err_set(err, SN_E_NOMEM, "out of memory");
 }
@@ -214,10 +204,10 @@ static int context_of(const struct msg *m, size_t n, struct sn_pref_row *row, st
         for (size_t j = 0; !rc && j < e.len; j++)
             if (e.data[j] == '\n' || e.data[j] == '\r')
                 e.data[j] = ' ';
-        if (!rc && !(row->history[row->n_history++] = dup_n(e.data, e.len)))
+        if (!rc && !(row->history[row->n_history++] = sn_strndup(e.data, e.len)))
             rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     }
-    if (!rc && !(row->task = dup_n(task.len ? task.data : "", task.len)))
+    if (!rc && !(row->task = sn_strndup(task.len ? task.data : "", task.len)))
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     sn_buf_free(&task);
     sn_buf_free(&e);
@@ -265,8 +255,8 @@ static int conversational(const cJSON *prompt, const cJSON *chosen, const cJSON 
                         "(expected two different responses)", where);
     if (!rc)
         rc = context_of(c, nc - 1, row, err);
-    if (!rc && (!(row->chosen = dup_n(c[nc - 1].content, strlen(c[nc - 1].content))) ||
-                !(row->rejected = dup_n(r[nr - 1].content, strlen(r[nr - 1].content)))))
+    if (!rc && (!(row->chosen = sn_strndup(c[nc - 1].content, strlen(c[nc - 1].content))) ||
+                !(row->rejected = sn_strndup(r[nr - 1].content, strlen(r[nr - 1].content)))))
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     sn_free(c);
     sn_free(r);
@@ -305,7 +295,7 @@ int sn_pref_parse(const char *json, size_t len, const char *where, struct sn_pre
         rc = sn_err_set(err, SN_E_FORMAT, "%s: missing column '%s' (expected a string or a list "
                         "of messages)", where, !chosen ? "chosen" : "rejected");
     else if (ref && !cJSON_IsNull(ref) && !(rc = text_of(ref, where, "reference", &s, err)) &&
-             !(row->reference = dup_n(s, strlen(s))))
+             !(row->reference = sn_strndup(s, strlen(s))))
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     if (rc)
         goto done;
@@ -336,8 +326,8 @@ int sn_pref_parse(const char *json, size_t len, const char *where, struct sn_pre
     if (!strcmp(c, r))
         rc = sn_err_set(err, SN_E_FORMAT, "%s: chosen and rejected are the same text (expected "
                         "two different responses)", where);
-    else if (!(row->task = dup_n(pr, strlen(pr))) || !(row->chosen = dup_n(c, strlen(c))) ||
-             !(row->rejected = dup_n(r, strlen(r))))
+    else if (!(row->task = sn_strndup(pr, strlen(pr))) || !(row->chosen = sn_strndup(c, strlen(c))) ||
+             !(row->rejected = sn_strndup(r, strlen(r))))
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
 done:
     cJSON_Delete(o);

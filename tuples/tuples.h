@@ -26,6 +26,8 @@
 ** function of one field of the trajectory (sn_tuples_split): by default its item (dataset +
 ** item id), so every debate and replicate of a question lands on the same side; trajectories
 ** labelled out-of-domain (labels.split = "ood") go to the ood split only.
+** Rows of TRL preference data become tuples through the same template and shards ("preference
+** data" below; docs/formats.md "Preference data").
 ** Ownership: builders own their state; tuples passed to callbacks are borrowed for the call. */
 #ifndef SN_TUPLES_H
 #define SN_TUPLES_H
