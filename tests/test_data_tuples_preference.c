@@ -10,7 +10,7 @@
 **     leave no output directory; --skip-bad counts them;
 **   - rows cut to max_len and rows whose prompt leaves no room are counted; a .jsonl.gz file
 **     reads like the plain one; an interrupted build (SENTINEL_TEST_KILL_AFTER) resumes to the
-**     same bytes as an uninterrupted one. */
+**     same bytes as an uninterrupted one; debate and preference files mix in one build. */
 #include "tokenizer/template.h"
 #include "tokenizer/tokenizer.h"
 #include "tuples/tuples.h"
@@ -376,6 +376,32 @@ static void resume(void)
     CHECK(sn_test_sh("cd '%s' && diff -r whole killed", dir) == 0);
 }
 
+/* Debate and preference files in one build (a directory holding both): each read its way. */
+static void mixed(void)
+{
+    char d[1200];
+    struct sn_buf t = {0};
+    struct sn_err err = {0};
+    snprintf(d, sizeof d, "%s/mixed", dir);
+    CHECK(sn_test_sh("mkdir -p '%s'", d) == 0);
+    CHECK(sn_buf_printf(&t, &err, "%s\n", sn_test_trajectory_text()) == SN_OK);
+    sn_test_write_file(sn_test_path(d, "a-debates.jsonl"), t.data);
+    sn_buf_free(&t);
+    sn_test_write_file(sn_test_path(d, "b-prefs.jsonl"), good_row);
+    struct sn_build_params p = params(d, sn_test_path(dir, "mixed_out"), 256);
+    struct sn_build_report rep;
+    CHECK_MSG(sn_tuples_build(&p, &rep, &err) == SN_OK, "%s", err.msg);
+    CHECK(rep.n_inputs == 2);
+    CHECK(rep.counts[SN_TC_TRAJECTORIES] == 1 && rep.counts[SN_TC_PREF_ROWS] == 1);
+    CHECK_MSG(rep.counts[SN_TC_TUPLES] >= 2, "%llu tuples",
+              (unsigned long long)rep.counts[SN_TC_TUPLES]);
+    /* format trajectory reads the preference file as a trajectory: it names the field */
+    p = params(d, sn_test_path(dir, "mixed_traj"), 256);
+    p.format = SN_INPUT_TRAJECTORY;
+    err = (struct sn_err){0};
+    CHECK(sn_tuples_build(&p, &rep, &err) != SN_OK && strstr(err.msg, "b-prefs.jsonl:1"));
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", sn_test_dir("tuples_preference"));
@@ -391,6 +417,7 @@ int main(void)
     malformed();
     lengths();
     resume();
+    mixed();
     sn_tokenizer_free(tok);
     return sn_test_done();
 }
