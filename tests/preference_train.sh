@@ -2,7 +2,8 @@
 # tests/preference_train.sh: a detector trains from TRL preference data end to end (README.md
 # "Training from preference data"): `sentinel build` reads recipes/preference/tiny.jsonl (all
 # four row formats) with the demo tokenizer, `sentinel train` runs a few steps of the tiny model
-# on the shards, and `sentinel score` scores a (context, responses) line with the checkpoint.
+# on the shards, `sentinel score` scores a (context, responses) line with the checkpoint, and the
+# GGUF detector exported from it scores that line the same.
 set -eu
 bin="$SENTINEL_BIN"
 src="$SENTINEL_SRC"
@@ -24,4 +25,11 @@ test "$(grep -c '"step"' train/metrics.jsonl)" -ge 6 || fail "fewer than 6 steps
     2> score.log || fail "score"
 test "$(wc -l < scores.txt)" = 2 || fail "want 2 scores"
 grep -Eqv '^-?[0-9]+\.[0-9]{6}$' scores.txt && fail "a score is not a number"
-echo "ok: built, trained 6 steps, scored: $(tr '\n' ' ' < scores.txt)"
+# the exported GGUF detector scores the same line as the training-side model
+"$bin" export --checkpoint train -o d.gguf --max-len 384 --progress none > export.log 2>&1 \
+    || fail "export"
+"$bin" score --detector d.gguf --jsonl "$src/recipes/preference/score.jsonl" > det.txt \
+    2>> score.log || fail "score --detector"
+paste scores.txt det.txt | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 1e-3) bad = 1}
+                                END {exit bad}' || fail "detector and checkpoint scores differ"
+echo "ok: built, trained 6 steps, scored: $(tr '\n' ' ' < scores.txt)/ detector $(tr '\n' ' ' < det.txt)"
