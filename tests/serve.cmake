@@ -17,3 +17,12 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(python_package PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 900
                        FIXTURES_REQUIRED tiny_detector LABELS noasan)
 endif()
+# The debate example of docs/agents.md (python/examples/debate.py) against the loopback fake
+# OpenAI server, checked against `sentinel eval`'s replay of the debate it wrote
+# (tests/python_debate.py); not under the sanitizers for the reason above.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME python_debate COMMAND /usr/bin/python3
+           ${CMAKE_CURRENT_SOURCE_DIR}/python_debate.py)
+  set_tests_properties(python_debate PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 900
+                       FIXTURES_REQUIRED tiny_detector LABELS noasan)
+endif()
