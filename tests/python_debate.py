@@ -22,19 +22,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import python_package  # noqa: E402  (the installation both tests share)
+import python_package  # noqa: E402  (the installation and the check both tests share)
+from python_package import check  # noqa: E402
 
 GUARD_S = 300  # only against a hang
 ROUNDS, SEED, ADVERSARY = 3, 13, 2
-
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    if not cond:
-        fails += 1
-        print("FAIL", what, file=sys.stderr)
 
 
 def main():
@@ -43,7 +35,6 @@ def main():
     tmp = os.path.join(os.environ.get("SENTINEL_TMP", "/tmp"), "python_debate")
     gguf = os.path.join(os.environ.get("SENTINEL_TMP", "/tmp"), "tiny_detector", "d.gguf")
     env = python_package.install(tmp)
-    check(python_package.fails == 0, "installation")
 
     port_file, log = os.path.join(tmp, "port"), os.path.join(tmp, "requests.jsonl")
     srv = subprocess.Popen(["/usr/bin/python3", os.path.join(src, "tests", "servers",
@@ -141,10 +132,10 @@ def main():
             n_seen += seen
     print("python_debate: %d scores and exclusions equal sentinel eval's, blacklists %s, "
           "%d peer messages shown" % (n, {a: sorted(bl[a]) for a in honest}, n_seen))
-    return 1 if fails else 0
+    return 1 if python_package.fails else 0
 
 
 if __name__ == "__main__":
     rc = main()
-    print("python_debate: %s" % ("ok" if not rc else "%d failure(s)" % fails))
+    print("python_debate: %s" % ("ok" if not rc else "%d failure(s)" % python_package.fails))
     sys.exit(rc)
