@@ -7,7 +7,9 @@
 **
 ** Ownership: every _open/_create has a matching _close/_free that accepts NULL. Functions
 ** that can fail return an enum sn_status and fill the caller's struct sn_err (first failure wins).
-** Nothing here prints except the logging and progress functions, and nothing exits. */
+** Nothing here prints except the logging and progress functions, and nothing exits. The part the
+** runtime library exports and installs (errors, text buffers, seeds) is common/base.h, included
+** below; the rest stays inside sentinel (docs/api.md). */
 #ifndef SN_COMMON_H
 #define SN_COMMON_H
 
