@@ -7,15 +7,16 @@
 **
 ** Ownership: every _open/_create has a matching _close/_free that accepts NULL. Functions
 ** that can fail return an enum sn_status and fill the caller's struct sn_err (first failure wins).
-** Nothing here prints except the logging and progress functions, and nothing exits. */
+** Nothing here prints except the logging and progress functions, and nothing exits. The part the
+** runtime library exports and installs (errors, text buffers, seeds) is common/base.h, included
+** below; the rest stays inside sentinel (docs/api.md). */
 #ifndef SN_COMMON_H
 #define SN_COMMON_H
 
 #include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
+
+#include "common/base.h" /* errors, text buffers, seeds: what the runtime library exports */
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,31 +24,10 @@ extern "C" {
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
-enum sn_status {
-    SN_OK = 0,
-    SN_E_ARG,       /* bad argument or option (usage error) */
-    SN_E_IO,        /* a file or socket operation failed */
-    SN_E_FORMAT,    /* input does not follow its format */
-    SN_E_NOMEM,     /* allocation failed or a size limit was hit */
-    SN_E_BACKEND,   /* libtorch, HDF5, libcurl or an LLM endpoint failed */
-    SN_E_CANCELLED, /* stopped by a signal or a callback */
-    SN_E_UNSUPPORTED, /* valid request this build or version cannot do */
-    SN_STATUS_COUNT /* append above; never renumber */
-};
+/* enum sn_status, struct sn_err, sn_err_set, sn_err_clear and sn_status_name: common/base.h. */
 
-struct sn_err {
-    int  code;
-    char msg[512]; /* one line, no trailing newline */
-};
-
-/* Record a failure and return its code. The first failure wins (it is the root cause): a later
-** call on an err that already holds one keeps the old message. err may be NULL. */
-int sn_err_set(struct sn_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* Prefix the held message with "prefix: " (adds context on the way up). Returns err->code. */
 int sn_err_wrap(struct sn_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sn_err_clear(struct sn_err *err);
-const char *sn_status_name(int code);
 
 /* ---- logging ------------------------------------------------------------------------------ */
 
@@ -88,18 +68,12 @@ bool sn_mul_ok(size_t a, size_t b, size_t *out);
 ** library has no such controls (non-glibc) or refused a value. */
 bool sn_tune_host_allocator(size_t bytes);
 
-/* A growing byte buffer with a ceiling (docs/design.md §7). Always NUL-terminated after a successful
-** append, so text can be used as a C string. max 0 = 1 GiB. */
-struct sn_buf {
-    char  *data;
-    size_t len, cap, max;
-};
+/* struct sn_buf (a growing byte buffer with a ceiling), sn_buf_reset and sn_buf_free:
+** common/base.h. */
 int  sn_buf_append(struct sn_buf *b, const void *p, size_t n, struct sn_err *err);
 int  sn_buf_puts(struct sn_buf *b, const char *s, struct sn_err *err);
 int  sn_buf_printf(struct sn_buf *b, struct sn_err *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void sn_buf_reset(struct sn_buf *b); /* len = 0, keeps memory */
-void sn_buf_free(struct sn_buf *b);
 
 /* ---- files -------------------------------------------------------------------------------- */
 
@@ -187,9 +161,7 @@ double   sn_rng_uniform(struct sn_rng *rng);                /* [0, 1) with 53 ra
 uint64_t sn_rng_below(struct sn_rng *rng, uint64_t n);      /* uniform in [0, n), unbiased */
 double   sn_rng_normal(struct sn_rng *rng);                 /* N(0, 1), Box–Muller */
 void     sn_rng_shuffle(struct sn_rng *rng, void *base, size_t n, size_t size);
-/* A seed derived from a parent seed and a label, so streams for items/agents are independent
-** of the order they are drawn in. */
-uint64_t sn_seed_derive(uint64_t seed, const char *label, uint64_t index);
+/* sn_seed_derive (a seed derived from a parent seed and a label): common/base.h. */
 
 /* ---- hashing ------------------------------------------------------------------------------ */
 

@@ -19,7 +19,11 @@
 ** state: every call is a pure function of its arguments. Strings are borrowed for the call. */
 #ifndef SN_CONTEXT_H
 #define SN_CONTEXT_H
-#include "common/common.h"
+#include "common/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* The kind of task a question is (trajectories, datasets, extraction). */
 enum sn_task { SN_TASK_MC, SN_TASK_NUMERIC, SN_TASK_COUNT };
@@ -89,4 +93,7 @@ void sn_format_number(double v, char out[SN_ANSWER_MAX]);
 /* true when a and b are the same answer (both parsed; numeric compares values). */
 bool sn_answer_equal(const char *a, const char *b, enum sn_task task);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -18,7 +18,11 @@
 ** libsentinel_detector. A sentinel is used by one thread at a time. */
 #ifndef SN_DEFENSE_H
 #define SN_DEFENSE_H
-#include "common/common.h"
+#include "common/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- the bottom-k step (defense/bottom_k.c) ----------------------------------------------- */
 
@@ -122,4 +126,7 @@ size_t   sn_sentinel_n_history(const struct sn_sentinel *s);
 ** before a round, to undo it when a caller fails part way). n_history past the end is kept. */
 void     sn_sentinel_rewind(struct sn_sentinel *s, uint64_t blacklist, size_t n_history);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

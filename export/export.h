@@ -2,7 +2,8 @@
 ** we read and write: docs/formats.md#gguf). Pure C + OpenBLAS, no libtorch: a deployer builds
 ** this module alone (-DSENTINEL_WITH_TORCH=OFF) and embeds the detector in an agent. This
 ** header is the runtime part (sn_export_runtime, and libsentinel_detector built from its sources):
-** it reads GGUF only. The writer part (`sentinel export`: the GGUF writer, and Hugging Face /
+** it reads GGUF only; of it, the library installs and exports export/detector.h alone
+** (docs/api.md). The writer part (`sentinel export`: the GGUF writer, and Hugging Face /
 ** PEFT directories -> GGUF, PEFT or merged HF) is export/write.h.
 **
 ** Two parts here:
@@ -10,12 +11,12 @@
 **      checked against the file size with overflow-safe arithmetic, names are unique, and for
 **      general.architecture = "qwen2" the tensor shapes are checked against the
 **      hyper-parameters).
-**   2. The detector: R(response ⊕ context) from a qwen2 GGUF written by export/write.h (reward
-**      head under our key sentinel.score.weight, qwen2.pooling_type = LAST), with the
-**      tokenizer and the prompt template stored in it (tokenizer/template.h). Weights stay in
-**      the file's type in its read-only memory map; F32 matrices go to cblas_sgemm,
-**      F16/BF16/Q8_0 ones through kernels/ (docs/export.md "Weight formats and kernels");
-**      activations are f32.
+**   2. The detector (its public calls: export/detector.h): R(response ⊕ context) from a qwen2
+**      GGUF written by export/write.h (reward head under our key sentinel.score.weight,
+**      qwen2.pooling_type = LAST), with the tokenizer and the prompt template stored in it
+**      (tokenizer/template.h). Weights stay in the file's type in its read-only memory map;
+**      F32 matrices go to cblas_sgemm, F16/BF16/Q8_0 ones through kernels/ (docs/export.md
+**      "Weight formats and kernels"); activations are f32.
 **
 ** Ownership: every _open/_create has a _close/_free that accepts NULL; on failure *out is NULL.
 ** Views returned by the reader are borrowed until sn_gguf_close. A detector is used by one
@@ -23,6 +24,7 @@
 #ifndef SN_EXPORT_H
 #define SN_EXPORT_H
 #include "common/common.h"
+#include "export/detector.h"
 
 /* ---- GGUF --------------------------------------------------------------------------------- */
 
@@ -114,31 +116,9 @@ const char *sn_ggml_type_name(int type); /* "F32", "F16", "BF16", "Q8_0", or "?"
 
 /* ---- runtime detector ---------------------------------------------------------------------- */
 
-struct sn_detector;
+/* The detector's public calls (params, open/free, the scoring of texts): export/detector.h. The
+** calls below reach its tokenizer and token ids, for sentinel's own commands. */
 struct sn_tokenizer;
-
-/* Reproducibility (docs/export.md "Reproducibility"): the same GGUF, input and thread count
-** give the same bits in every process of one environment. n_threads = 0 is resolved at open by
-** OpenBLAS's default rule from the environment: OPENBLAS_NUM_THREADS, else GOTO_NUM_THREADS,
-** else OMP_NUM_THREADS, else one per CPU the process may run on (at most one per CPU). The
-** count is applied to OpenBLAS, which keeps one per process, before each forward: detectors
-** with different counts may be used in turn, not at the same time from two threads. */
-#define SN_DETECTOR_MAX_THREADS 1024
-struct sn_detector_params {
-    int  n_threads;   /* OpenBLAS threads, 0..SN_DETECTOR_MAX_THREADS; 0 = the default rule */
-    int  max_tokens;  /* longest sequence scored; 0 = the file's sentinel.max_len */
-    int  max_batch;   /* responses per shared-context call; 0 = 8 */
-    /* Kernels (docs/export.md "Weight formats and kernels"): NULL = the environment's
-    ** SENTINEL_KERNELS, else "auto" (the widest this CPU runs); "auto", "portable", "avx2",
-    ** "avx512", each optionally with "+dot" or "+tile" (BF16 and Q8_0 matrices by BF16 dot
-    ** products or by f32 tiles into the sgemm; default: dots where the CPU has AVX512-BF16).
-    ** Naming kernels the CPU lacks fails with SN_E_UNSUPPORTED. */
-    const char *kernels;
-};
-struct sn_detector_params sn_detector_default_params(void);
-int  sn_detector_open(const char *gguf_path, const struct sn_detector_params *p,
-                      struct sn_detector **out, struct sn_err *err);
-void sn_detector_free(struct sn_detector *d);
 
 /* The tokenizer stored in a GGUF (tokenizer.ggml.* keys, byte-level BPE; NFC and the hash
 ** from our keys) as a new tokenizer the caller frees (sn_tokenizer_free). */
@@ -146,44 +126,14 @@ int  sn_gguf_open_tokenizer(const char *gguf_path, struct sn_tokenizer **out,
                             struct sn_err *err);
 /* The tokenizer stored in the file (borrowed until sn_detector_free). */
 const struct sn_tokenizer *sn_detector_tokenizer(const struct sn_detector *d);
-int  sn_detector_n_embd(const struct sn_detector *d);
-/* The OpenBLAS thread count every forward of d runs with (n_threads = 0 resolved). */
-int  sn_detector_n_threads(const struct sn_detector *d);
-/* The kernels chosen at open, in words: the CPU's features, the ISA, how each weight type is
-** multiplied (borrowed until sn_detector_free). */
-const char *sn_detector_kernels(const struct sn_detector *d);
-/* The same words for a detector opened now with params.kernels = spec (NULL: the environment's
-** SENTINEL_KERNELS, else "auto"), without a file: for `sentinel inspect`. */
+/* The words of sn_detector_kernels (export/detector.h) for a detector opened now with
+** params.kernels = spec (NULL: the environment's SENTINEL_KERNELS, else "auto"), without a
+** file: for `sentinel inspect`. */
 int  sn_detector_kernels_plan(const char *spec, char *out, size_t cap, struct sn_err *err);
-/* Bytes of the scratch allocated at open (activations, key/value cache, f32 tile): with the
-** GGUF's tensor bytes (memory-mapped, shared), what an open detector holds. */
-size_t sn_detector_scratch_bytes(const struct sn_detector *d);
 
 /* Reward of one token sequence (the head on the last token's final-norm state). hidden, if
 ** not NULL, receives that state (n_embd floats). n must be in [1, max_tokens]. */
 int  sn_detector_score_ids(struct sn_detector *d, const int32_t *ids, size_t n, float *score,
                            float *hidden, struct sn_err *err);
-/* R(response ⊕ context): the template (tokenizer/template.h) with the file's system prompt,
-** context as the task, truncated to max_len by the template's policy. */
-int  sn_detector_score(struct sn_detector *d, const char *context, const char *response,
-                       float *score, struct sn_err *err);
-/* n (context, response) pairs; scores[i] for pair i. */
-int  sn_detector_score_batch(struct sn_detector *d, const char *const *contexts,
-                             const char *const *responses, size_t n, float *scores,
-                             struct sn_err *err);
-/* n responses to one context: the tokens the renderings share (the context's prefix) are run
-** once and their keys/values reused for every response. Equal to n sn_detector_score calls. */
-int  sn_detector_score_shared(struct sn_detector *d, const char *context,
-                              const char *const *responses, size_t n, float *scores,
-                              struct sn_err *err);
-/* n responses to a context given as its parts: the task text and the history entries, oldest
-** first (context/context.h renders both). Unlike a rendered context passed to
-** sn_detector_score, a sequence longer than max_len drops whole history entries, oldest first,
-** as the tuple builder's sequences did in training (tokenizer/template.h). Each response is
-** scored on its own (no shared prefix), as `sentinel eval` scores a debate's messages. */
-int  sn_detector_score_prompt(struct sn_detector *d, const char *task,
-                              const char *const *history, size_t n_history,
-                              const char *const *responses, size_t n, float *scores,
-                              struct sn_err *err);
 
 #endif

@@ -37,11 +37,11 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", float(x)))[0]
 
 
-def parent():
-    bin_ = os.environ["SENTINEL_BIN"]
+def install(tmp):
+    """The C library into tmp/prefix (`cmake --install`) and the package into tmp/site (pip,
+    offline), as docs/agents.md "Python" says; returns the environment that loads both."""
     src = os.environ["SENTINEL_SRC"]
     build = os.environ["SENTINEL_BUILD"]
-    tmp = os.path.join(os.environ.get("SENTINEL_TMP", "/tmp"), "python_package")
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     prefix = os.path.join(tmp, "prefix")
@@ -59,6 +59,12 @@ def parent():
     check(libdir, "libsentinel_detector.so.0 installed under " + prefix)
     env["LD_LIBRARY_PATH"] = os.path.join(prefix, libdir[0] if libdir else "lib")
     env.pop("SENTINEL_DETECTOR_LIB", None)
+    return env
+
+
+def parent():
+    tmp = os.path.join(os.environ.get("SENTINEL_TMP", "/tmp"), "python_package")
+    env = install(tmp)
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", tmp], env=env,
                        cwd=tmp, timeout=GUARD_S * 2)
     check(r.returncode == 0, "child checks")

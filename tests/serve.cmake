@@ -7,13 +7,17 @@ foreach(t test_serve_coprocess test_serve_http test_defense_sentinel)
   endif()
 endforeach()
 # The Python package (python/) under Debian's /usr/bin/python3, installed offline into a
-# temporary prefix with the C library, checked against it to the bit (tests/python_package.py).
+# temporary prefix with the C library, checked against it to the bit (tests/python_package.py),
+# and the debate example of docs/agents.md (python/examples/debate.py) against the loopback fake
+# OpenAI server, checked against `sentinel eval`'s replay of the debate it wrote
+# (tests/python_debate.py).
 # Not under the sanitizers: an instrumented libsentinel_detector.so cannot be loaded by an
 # uninstrumented python3 (the ASan runtime must come first); the library's code runs under ASan
 # in the C tests of the same functions (test_defense_sentinel, test_serve_http).
 if(EXISTS /usr/bin/python3)
-  add_test(NAME python_package COMMAND /usr/bin/python3
-           ${CMAKE_CURRENT_SOURCE_DIR}/python_package.py)
-  set_tests_properties(python_package PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 900
-                       FIXTURES_REQUIRED tiny_detector LABELS noasan)
+  foreach(t python_package python_debate)
+    add_test(NAME ${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/${t}.py)
+    set_tests_properties(${t} PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 900
+                         FIXTURES_REQUIRED tiny_detector LABELS noasan)
+  endforeach()
 endif()

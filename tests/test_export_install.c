@@ -1,6 +1,6 @@
 /* tests/test_export_install.c: the runtime detector as an installed library (docs/export.md,
 ** "Embedding the detector"): `cmake --install` into a temporary prefix puts
-** libsentinel_detector.so (without libtorch among its dependencies), export/export.h and
+** libsentinel_detector.so (without libtorch among its dependencies), export/detector.h and
 ** sentinel-detector.pc there; the C example in docs/export.md, cut out of the page as it is,
 ** compiles with -std=c11 -Wall -Wextra -Werror and the flags pkg-config gives, runs on a tiny
 ** exported detector and prints, bit for bit, the reward the library computes in this process
@@ -32,8 +32,8 @@ int main(void)
     /* 1. install */
     CHECK(sn_test_sh("'%s' --install '%s' --prefix '%s' > '%s/install.log' 2>&1", cmake, build,
                      prefix, dir) == 0);
-    CHECK(sn_test_sh("test -f '%s/include/sentinel/export/export.h' && "
-                     "test -f '%s/include/sentinel/common/common.h'", prefix, prefix) == 0);
+    CHECK(sn_test_sh("test -f '%s/include/sentinel/export/detector.h' && "
+                     "test -f '%s/include/sentinel/common/base.h'", prefix, prefix) == 0);
     /* the .pc and the library, wherever GNUInstallDirs put libdir */
     CHECK(sn_test_sh("pc=$(find '%s' -name sentinel-detector.pc | head -n 1); test -n \"$pc\" && "
                      "dirname \"$pc\" > '%s/pcdir.txt'", prefix, dir) == 0);

@@ -1,6 +1,6 @@
 """SentinelNet's detector and Algorithm 1 inside Python agents (docs/agents.md "Python").
 
-ctypes over the installed C library libsentinel_detector (export/export.h, context/context.h,
+ctypes over the installed C library libsentinel_detector (export/detector.h, context/context.h,
 defense/defense.h): no compiler, no dependency beyond the standard library.
 
     from sentinel_detector import Detector, Sentinel, task_text
@@ -46,7 +46,7 @@ class _Buf(ctypes.Structure):
 
 
 class _DetParams(ctypes.Structure):
-    # struct sn_detector_params of export/export.h, field for field
+    # struct sn_detector_params of export/detector.h, field for field
     _fields_ = [("n_threads", ctypes.c_int), ("max_tokens", ctypes.c_int),
                 ("max_batch", ctypes.c_int), ("kernels", ctypes.c_char_p)]
 
