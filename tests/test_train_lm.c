@@ -3,14 +3,15 @@
 **   - sn_loss_lm equals the cross-entropy computed on the host from the same logits;
 **   - gradient check: every weight's gradient of the step's LM loss (the trainer's
 **     sn_trainer_accumulate in float64: forward_lm, the tied head, the loss, the weighting of
-**     micro-batches) against central finite differences, and micro-batch 4 × accumulation 2
-**     equals 8 × 1;
+**     micro-batches) against central finite differences; micro-batch 4 × accumulation 2
+**     equals 8 × 1, and gradient checkpointing gives the same gradient;
 **   - the loss falls on a toy corpus of arithmetic progressions (40 steps);
 **   - resume is bit-identical (weights and optimizer state), metrics.jsonl has loss and
 **     perplexity, and a changed objective is refused naming it;
 **   - a reward run with train.base = the LM checkpoint loads its weights exactly (and gets a
 **     fresh head), and refuses a checkpoint of another vocabulary;
-**   - no leak: the checkpoint's recorded inputs are exactly the train split's shards. */
+**   - no leak: the checkpoint's recorded inputs are exactly the train split's shards;
+**   - an untied Hugging Face base trains and saves its own lm_head.weight. */
 #include "hf/safetensors.h"
 #include "loss/loss.h"
 #include "shard/shard.h"
@@ -251,6 +252,23 @@ static void test_gradcheck(const char *shards)
         free(g1);
     }
     sn_trainer_free(t);
+    t = NULL;
+    /* gradient checkpointing: every layer recomputed in backward, the same gradient */
+    p.grad_checkpoint = true;
+    OK(sn_trainer_open(&p, shards, dir_of("lm_grad2"), true, &t, &E));
+    if (t) {
+        struct sn_train_stats s2;
+        OK(sn_trainer_accumulate(t, &s2, &E));
+        size_t n2 = 0;
+        double *g2 = grads(t, &n2), worst = 0;
+        CHECK(n2 == n);
+        for (size_t i = 0; i < n && i < n2; i++)
+            worst = fmax(worst, fabs(g2[i] - g[i]));
+        printf("lm checkpointed: gradient diff %.3g\n", worst);
+        CHECK_MSG(worst <= 1e-12, "checkpointing changed the gradient by %g", worst);
+        free(g2);
+    }
+    sn_trainer_free(t);
     free(g);
 }
 
@@ -440,6 +458,91 @@ static void test_reward_base(const char *shards, const char *root)
     }
 }
 
+/* An untied Hugging Face base (tie_word_embeddings false, its own lm_head.weight): the lm
+** objective trains that head and saves it; a reward run on the same base leaves it out. */
+static void test_untied(const char *shards)
+{
+    char hf[700], st[800], tmp[800];
+    snprintf(hf, sizeof hf, "%s", dir_of("lm_untied_base"));
+    struct sn_model_config c = sn_model_config_tiny(96);
+    struct sn_model_params mp = sn_model_default_params();
+    mp.seed = 4;
+    struct sn_model *m = NULL;
+    OK(sn_model_create(&c, &mp, &m, &E));
+    if (m)
+        OK(sn_model_set_pad_token_id(m, 0, &E));
+    if (m)
+        OK(sn_model_save_hf(m, hf, &E));
+    sn_model_free(m);
+    /* the same file plus a random lm_head.weight (96, 64) */
+    snprintf(st, sizeof st, "%s/model.safetensors", hf);
+    snprintf(tmp, sizeof tmp, "%s/with_head.safetensors", hf);
+    struct sn_st_file *f = NULL;
+    struct sn_st_writer *w = NULL;
+    static float head[96 * 64];
+    struct sn_rng rng;
+    sn_rng_seed(&rng, 9);
+    for (size_t i = 0; i < 96 * 64; i++)
+        head[i] = (float)(0.02 * sn_rng_normal(&rng));
+    int64_t hs[2] = {96, 64};
+    OK(sn_st_open(st, &f, &E));
+    OK(sn_st_writer_create(&w, &E));
+    for (size_t i = 0; f && w && i < sn_st_count(f); i++) {
+        const struct sn_st_tensor *x = sn_st_get(f, i);
+        OK(sn_st_writer_add(w, x->name, x->dtype, x->n_dims, x->shape, x->data, &E));
+    }
+    if (w) {
+        OK(sn_st_writer_add(w, "lm_head.weight", SN_ST_F32, 2, hs, head, &E));
+        OK(sn_st_writer_save(w, tmp, &E));
+    }
+    sn_st_writer_free(w);
+    sn_st_close(f);
+    CHECK(rename(tmp, st) == 0);
+
+    struct sn_train_params p = lm_params();
+    p.base = hf;
+    p.max_steps = 2;
+    struct sn_trainer *t = NULL;
+    OK(sn_trainer_open(&p, shards, dir_of("lm_untied"), true, &t, &E));
+    bool has = false;
+    if (t) {
+        const struct sn_param *ps;
+        const bool *dec;
+        size_t np;
+        sn_trainer_params(t, &ps, &dec, &np);
+        for (size_t i = 0; i < np; i++)
+            has |= !strcmp(ps[i].name, "lm_head.weight");
+        OK(sn_trainer_run(t, &E));
+    }
+    sn_trainer_free(t);
+    t = NULL;
+    CHECK_MSG(has, "the untied lm_head is not trained");
+    char ck[800];
+    snprintf(ck, sizeof ck, "%s/checkpoint-2/model.safetensors", dir_of("lm_untied"));
+    f = NULL;
+    OK(sn_st_open(ck, &f, &E));
+    const struct sn_st_tensor *h = f ? sn_st_find(f, "lm_head.weight") : NULL;
+    CHECK_MSG(h && h->nbytes == sizeof head, "the checkpoint lacks lm_head.weight");
+    if (h && h->nbytes == sizeof head)
+        CHECK_MSG(memcmp(h->data, head, sizeof head) != 0, "lm_head.weight did not train");
+    CHECK(f && !sn_st_find(f, "score.weight"));
+    sn_st_close(f);
+    /* a reward run on the untied base: no lm_head among its weights */
+    p.objective = SN_OBJECTIVE_REWARD;
+    p.mode = SN_TRAIN_FULL;
+    OK(sn_trainer_open(&p, shards, dir_of("lm_untied_reward"), true, &t, &E));
+    if (t) {
+        const struct sn_param *ps;
+        const bool *dec;
+        size_t np;
+        sn_trainer_params(t, &ps, &dec, &np);
+        for (size_t i = 0; i < np; i++)
+            CHECK_MSG(strcmp(ps[i].name, "lm_head.weight"), "a reward run trains lm_head");
+    }
+    sn_trainer_free(t);
+    printf("untied base: lm_head trained and saved by objective lm\n");
+}
+
 static void test_recipe(void)
 {
     struct sn_train_params p = sn_train_default_params();
@@ -483,5 +586,6 @@ int main(void)
     test_resume(shards);
     test_inputs(shards);
     test_reward_base(shards, root);
+    test_untied(shards);
     return sn_test_done();
 }

@@ -22,7 +22,7 @@ bool sn_train_base_is_seeded(const char *base)
 
 bool sn_train_is_full(const struct sn_train_params *p)
 {
-    return p->mode == SN_TRAIN_FULL ||
+    return p->mode == SN_TRAIN_FULL || p->objective == SN_OBJECTIVE_LM ||
            (p->mode == SN_TRAIN_MODE_DEFAULT && sn_train_base_is_seeded(p->base));
 }
 

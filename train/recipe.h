@@ -130,7 +130,8 @@ int sn_train_recipe_aliases(const cJSON *recipe, const struct sn_train_params *p
 ** directory. */
 bool sn_train_base_is_seeded(const char *base);
 /* Whether p trains every parameter (full mode) rather than LoRA adapters and the head: mode
-** "full", or no mode on a seeded base (LoRA on a random frozen base learns little). The one
+** "full", objective "lm" (it trains every weight), or no mode on a seeded base (LoRA on a
+** random frozen base learns little). The one
 ** place this rule lives (docs/train.md "What trains"). */
 bool sn_train_is_full(const struct sn_train_params *p);
 const char *sn_train_objective_name(enum sn_train_objective o); /* "reward", "lm" */

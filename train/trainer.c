@@ -249,7 +249,7 @@ static int open_out_and_device(struct sn_trainer *t, const char *shards, const c
             rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     }
     t->lm = p->objective == SN_OBJECTIVE_LM;
-    t->full = t->lm || sn_train_is_full(p); /* the lm objective trains every weight */
+    t->full = sn_train_is_full(p); /* the lm objective trains every weight */
     if (!t->p.sched.lr)
         t->p.sched.lr = t->full ? 1e-3 : 5e-6;
     if (p->threads > 0)
