@@ -444,6 +444,12 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
 
 /* ---- the loop ------------------------------------------------------------------------------- */
 
+int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struct sn_err *err)
+{
+    return t->lm ? sn_trainer_lm_accumulate(t, st, err)
+                 : sn_trainer_reward_accumulate(t, st, err);
+}
+
 static double peak_rss_mb(void)
 {
     struct rusage ru;

@@ -125,12 +125,16 @@ size_t sn_trainer_n_items(const struct sn_trainer *t);
 /* The lm objective's sequences (t->lm_seq) from the train split alone: every chosen and
 ** rejected sequence of at least 2 tokens, identical ones once, in tuple order. */
 int  sn_trainer_lm_open(struct sn_trainer *t, struct sn_err *err);
-/* sn_trainer_accumulate for the lm objective. */
+/* sn_trainer_accumulate for the lm objective (its step uses trainer_step.c's reductions). */
 int  sn_trainer_lm_accumulate(struct sn_trainer *t, struct sn_train_stats *st,
                               struct sn_err *err);
 void sn_trainer_lm_free(struct sn_trainer *t);
 
-/* ---- trainer_step.c (shared with trainer_lm.c) --------------------------------------------- */
+/* ---- trainer_step.c ------------------------------------------------------------------------ */
+
+/* sn_trainer_accumulate for the reward objective (trainer.c picks by objective). */
+int  sn_trainer_reward_accumulate(struct sn_trainer *t, struct sn_train_stats *st,
+                                  struct sn_err *err);
 
 /* Sums a host buffer over the ranks (in place; no-op in a world of 1). */
 int  sn_trainer_reduce_host(struct sn_trainer *t, double *buf, size_t n, struct sn_err *err);

@@ -230,10 +230,9 @@ static int micro_step(struct sn_trainer *t, int64_t k, int64_t n_ref, double *rb
     return rc;
 }
 
-int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struct sn_err *err)
+int sn_trainer_reward_accumulate(struct sn_trainer *t, struct sn_train_stats *st,
+                                 struct sn_err *err)
 {
-    if (t->lm)
-        return sn_trainer_lm_accumulate(t, st, err);
     /* G tuples per step over all ranks; this rank takes the contiguous chunk
     ** [rank·mb·A, (rank+1)·mb·A) of them in A micro-batches of mb. */
     int64_t mb = t->p.micro_batch, A = t->p.grad_accum, G = t->G, L = mb * A;
