@@ -57,8 +57,8 @@ struct sn_trainer {
     bool               lm;                  /* train.objective "lm" (trainer_lm.c) */
     struct sn_lm_seq  *lm_seq;              /* its sequences, identical ones once */
     size_t             n_lm;
-    int32_t           *lm_ids, *lm_mask;    /* a micro-batch's padded rows */
     int64_t           *lm_at, *lm_tgt;      /* the tokens that predict, and what they predict */
+    int32_t           *lm_ids, *lm_mask;    /* a micro-batch's padded rows (in lm_at's block) */
     size_t             lm_cap;
     char              *out, *shards;
     char               base_path[PATH_MAX]; /* what adapter_config.json names */
@@ -132,6 +132,10 @@ void sn_trainer_lm_free(struct sn_trainer *t);
 
 /* ---- trainer_step.c ------------------------------------------------------------------------ */
 
+/* Reseeds the model's dropout generator for micro-batch k of the current step (on this rank):
+** sn_seed_derive(seed, "dropout", (step·grad_accum + k)·world + rank), so a resumed run draws
+** the same masks (docs/formats.md "Training output directory"). */
+int  sn_trainer_seed_dropout(struct sn_trainer *t, int64_t k, struct sn_err *err);
 /* sn_trainer_accumulate for the reward objective (trainer.c picks by objective). */
 int  sn_trainer_reward_accumulate(struct sn_trainer *t, struct sn_train_stats *st,
                                   struct sn_err *err);

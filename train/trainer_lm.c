@@ -22,10 +22,7 @@
 void sn_trainer_lm_free(struct sn_trainer *t)
 {
     sn_free(t->lm_seq);
-    sn_free(t->lm_ids);
-    sn_free(t->lm_mask);
-    sn_free(t->lm_at);
-    sn_free(t->lm_tgt);
+    sn_free(t->lm_at); /* one block with lm_tgt, lm_ids and lm_mask (lm_reserve) */
 }
 
 static int seq_view(struct sn_trainer *t, const struct sn_lm_seq *q, const int32_t **ids,
@@ -96,25 +93,20 @@ int sn_trainer_lm_open(struct sn_trainer *t, struct sn_err *err)
     return rc;
 }
 
-/* Grows the row buffers to n tokens. */
+/* Grows the row buffers to n tokens: one block, the int64 arrays first (aligned), then the
+** int32 ones. */
 static int lm_reserve(struct sn_trainer *t, size_t n, struct sn_err *err)
 {
     if (n <= t->lm_cap)
         return SN_OK;
-    int32_t *a = sn_realloc(t->lm_ids, n * sizeof *a);
-    if (a)
-        t->lm_ids = a;
-    int32_t *b = a ? sn_realloc(t->lm_mask, n * sizeof *b) : NULL;
-    if (b)
-        t->lm_mask = b;
-    int64_t *c = b ? sn_realloc(t->lm_at, n * sizeof *c) : NULL;
-    if (c)
-        t->lm_at = c;
-    int64_t *d = c ? sn_realloc(t->lm_tgt, n * sizeof *d) : NULL;
-    if (d)
-        t->lm_tgt = d;
-    if (!a || !b || !c || !d)
+    size_t per = 2 * sizeof(int64_t) + 2 * sizeof(int32_t);
+    int64_t *b = sn_realloc(t->lm_at, n * per);
+    if (!b)
         return sn_err_set(err, SN_E_NOMEM, "batch: out of memory");
+    t->lm_at = b;
+    t->lm_tgt = b + n;
+    t->lm_ids = (int32_t *)(b + 2 * n);
+    t->lm_mask = t->lm_ids + n;
     t->lm_cap = n;
     return SN_OK;
 }
@@ -186,9 +178,7 @@ static int step_predicted(struct sn_trainer *t, const size_t *sq, int64_t G, int
 static int lm_micro(struct sn_trainer *t, int64_t k, int64_t b, int64_t T, int64_t n_pred,
                     double w, double *sum, struct sn_err *err)
 {
-    int64_t A = t->p.grad_accum;
-    uint64_t stream = (uint64_t)((t->step * A + k) * t->world + t->rank);
-    int rc = sn_aten_gen_seed(t->m->gen, sn_seed_derive(t->p.seed, "dropout", stream), err);
+    int rc = sn_trainer_seed_dropout(t, k, err);
     struct sn_tensor *logits = NULL, *loss = NULL, *scaled = NULL;
     struct sn_model_batch mb = {t->lm_ids, t->lm_mask, b, T};
     double v = 0;

@@ -205,15 +205,20 @@ static int step_plan(struct sn_trainer *t, size_t *tu, bool with_ref, int64_t *n
     return rc;
 }
 
+int sn_trainer_seed_dropout(struct sn_trainer *t, int64_t k, struct sn_err *err)
+{
+    uint64_t stream = (uint64_t)((t->step * t->p.grad_accum + k) * t->world + t->rank);
+    return sn_aten_gen_seed(t->m->gen, sn_seed_derive(t->p.seed, "dropout", stream), err);
+}
+
 /* Micro-batch k of the step on the rows already built: the dropout stream reseeded, forward,
 ** the loss weighted by the micro-batch's share of the step, backward; its rewards (2b + k,
 ** [chosen; rejected; reference]) into rbuf. */
 static int micro_step(struct sn_trainer *t, int64_t k, int64_t n_ref, double *rbuf,
                       struct sn_err *err)
 {
-    int64_t mb = t->p.micro_batch, A = t->p.grad_accum, G = t->G;
-    uint64_t stream = (uint64_t)((t->step * A + k) * t->world + t->rank);
-    int rc = sn_aten_gen_seed(t->m->gen, sn_seed_derive(t->p.seed, "dropout", stream), err);
+    int64_t mb = t->p.micro_batch, G = t->G;
+    int rc = sn_trainer_seed_dropout(t, k, err);
     struct sn_tensor *r = NULL;
     if (!rc)
         rc = forward_rows(t, &r, err);
