@@ -6,7 +6,7 @@
 #     no reward figures), and the reward run's train.base is its last checkpoint, in full mode;
 #   - no leak: the lm checkpoint's recorded inputs are exactly the manifest's train shards,
 #     none of its validation or test shards;
-#   - `sentinel run --check` describes the chained stage.
+#   - `sentinel run --check` describes the chained stage, `sentinel inspect` the lm run.
 # Env (from ctest): SENTINEL_BIN, SENTINEL_SRC, SENTINEL_TMP.
 set -euo pipefail
 bin=${SENTINEL_BIN:?}
@@ -60,4 +60,7 @@ assert st["inputs"]["sequences"] > 0
 assert json.load(open(f"{ck}/config.json"))["tie_word_embeddings"] is True
 print("lm stage:", lines[0]["loss"], "->", lines[-1]["loss"], "; inputs", st["inputs"])
 PY
+"$bin" inspect "$tmp/pretrain" > "$tmp/inspect.log" 2>&1 || { cat "$tmp/inspect.log"; fail "inspect"; }
+grep -q "^settings:    objective lm" "$tmp/inspect.log" && grep -q "^last step:   4: loss .*, perplexity" \
+  "$tmp/inspect.log" || { cat "$tmp/inspect.log"; fail "inspect does not show the lm run"; }
 echo "train_pretrain_run: ok"
