@@ -1,6 +1,8 @@
 /* tests/test_train_lm.c: the lm objective (docs/train.md "Domain-adaptive pretraining
 ** (objective lm)") on shard sets written here:
-**   - sn_loss_lm equals the cross-entropy computed on the host from the same logits;
+**   - sn_loss_lm equals the cross-entropy computed on the host from the same logits, and the LM
+**     forward's logits at token t equal the reward forward's read-out of the row cut after t
+**     times the tied embedding (every layer on every token, causal);
 **   - gradient check: every weight's gradient of the step's LM loss (the trainer's
 **     sn_trainer_accumulate in float64: forward_lm, the tied head, the loss, the weighting of
 **     micro-batches) against central finite differences; micro-batch 4 × accumulation 2
@@ -180,6 +182,55 @@ static double *grads(struct sn_trainer *t, size_t *n_out)
     return g;
 }
 
+/* The LM forward against the reward forward, which tests/test_train_reference.c holds to
+** PyTorch: the logits of forward_lm at token t of a row are the final hidden state that
+** sn_model_forward reads out of the same row cut after t (causality: nothing after t may
+** count), times the embedding (the tied head). Float64. */
+static void test_forward_lm(struct sn_trainer *t)
+{
+    enum { B = 3, T = 7 };
+    struct sn_model *m = sn_trainer_model(t);
+    int64_t V = sn_model_get_config(m)->vocab_size;
+    int32_t ids[B * T], full[B * T], cut[B * T];
+    int64_t at[B];
+    for (int r = 0; r < B; r++) {
+        int len = T - r, stop = 2 + r; /* right-padded rows, each cut inside */
+        for (int j = 0; j < T; j++) {
+            ids[r * T + j] = (int32_t)((r * 31 + j * 17 + 5) % V);
+            full[r * T + j] = j < len;
+            cut[r * T + j] = j <= stop;
+        }
+        at[r] = r * T + stop;
+    }
+    struct sn_model_batch bf = {ids, full, B, T}, bc = {ids, cut, B, T};
+    struct sn_tensor *logits = NULL, *hid = NULL, *ref = NULL;
+    const struct sn_param *ps;
+    const bool *dec;
+    size_t np;
+    sn_trainer_params(t, &ps, &dec, &np);
+    CHECK(np > 0 && !strcmp(ps[0].name, "model.embed_tokens.weight"));
+    bool g = sn_aten_no_grad_enter();
+    OK(sn_model_forward_lm(m, &bf, at, B, &logits, &E));
+    OK(sn_model_forward(m, &bc, NULL, &hid, &E));
+    if (hid)
+        OK(sn_aten_linear(hid, ps[0].t, NULL, &ref, &E));
+    double d = INFINITY;
+    if (logits && ref)
+        OK(sn_aten_max_abs_diff(logits, ref, &d, &E));
+    sn_aten_no_grad_exit(g);
+    printf("lm forward vs the read-out forward of the cut rows: max difference %.3g\n", d);
+    CHECK_MSG(d <= 1e-12, "LM logits differ from the reward forward's hidden state by %g", d);
+    /* a read-out on padding is refused */
+    struct sn_tensor *bad = NULL;
+    int64_t pad_at[1] = {2 * T + T - 1};
+    struct sn_err e = {0};
+    CHECK(sn_model_forward_lm(m, &bf, pad_at, 1, &bad, &e) == SN_E_ARG && !bad);
+    CHECK_MSG(strstr(e.msg, "not a token"), "%s", e.msg);
+    sn_tensor_free(logits);
+    sn_tensor_free(hid);
+    sn_tensor_free(ref);
+}
+
 /* The first step's loss and gradient of a trainer opened with p equal (loss, g0: n values). */
 static void same_step(const struct sn_train_params *p, const char *shards, const char *name,
                       const double *g0, size_t n, double loss, const char *what)
@@ -211,6 +262,7 @@ static void test_gradcheck(const char *shards)
     OK(sn_trainer_open(&p, shards, dir_of("lm_grad"), true, &t, &E));
     if (!t)
         return;
+    test_forward_lm(t);
     OK(sn_trainer_accumulate(t, &st, &E));
     CHECK(st.lm && isfinite(st.loss) && fabs(st.perplexity - exp(st.loss)) < 1e-9);
     size_t n = 0;

@@ -788,7 +788,7 @@ static int forward_impl(struct sn_model *m, const struct sn_model_batch *b,
         goto fail;
     for (int64_t i = 0; at && i < n_at; i++) {
         if (at[i] < 0 || at[i] >= BT || !keep[at[i]]) {
-            rc = sn_err_set(err, SN_E_ARG, "forward: LM read-out %" PRId64 " = %" PRId64
+            rc = sn_err_set(err, SN_E_ARG, "LM read-out %" PRId64 " = %" PRId64
                             " is not a token of the batch", i, at[i]);
             goto fail;
         }
