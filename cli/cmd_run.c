@@ -118,7 +118,8 @@ struct run {
     char state_path[PATH_MAX + 16];
     char key[N_STAGES][65];
     char p_traj[PATH_MAX + 32], p_shards[PATH_MAX + 32], p_tok[PATH_MAX + 32],
-        p_train[PATH_MAX + 32], p_pretrain[PATH_MAX + 32], p_gguf[PATH_MAX + 32], p_eval[PATH_MAX + 32],
+        p_train[PATH_MAX + 32], p_pretrain[PATH_MAX + 32], p_gguf[PATH_MAX + 32],
+        p_eval[PATH_MAX + 32],
         p_eval_traj[PATH_MAX + 48], p_eval_recipe[PATH_MAX + 48], p_report[PATH_MAX + 48],
         p_report_json[PATH_MAX + 48], p_items[PATH_MAX + 48], p_arms[PATH_MAX + 48];
     const char *tokenizer; /* build.tokenizer or p_tok */

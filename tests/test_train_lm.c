@@ -75,9 +75,10 @@ static int make_lm_shards(const char *dir, int n_train, int n_val, int64_t vocab
             t.ids[SN_FIELD_CHOSEN + f] = ids[f];
             t.n_ids[SN_FIELD_CHOSEN + f] = len;
         }
-        if (i % 5 == 0) /* a repeated sequence: left out once by the dedupe */
-            t.ids[SN_FIELD_REJECTED] = t.ids[SN_FIELD_CHOSEN],
+        if (i % 5 == 0) { /* a repeated sequence: left out once by the dedupe */
+            t.ids[SN_FIELD_REJECTED] = t.ids[SN_FIELD_CHOSEN];
             t.n_ids[SN_FIELD_REJECTED] = t.n_ids[SN_FIELD_CHOSEN];
+        }
         for (int f = 0; f < 2 && i < n_train; f++) {
             const int32_t *q = t.ids[SN_FIELD_CHOSEN + f];
             int64_t key[3] = {q[0], (q[1] - q[0] + vocab) % vocab,

@@ -61,6 +61,7 @@ assert json.load(open(f"{ck}/config.json"))["tie_word_embeddings"] is True
 print("lm stage:", lines[0]["loss"], "->", lines[-1]["loss"], "; inputs", st["inputs"])
 PY
 "$bin" inspect "$tmp/pretrain" > "$tmp/inspect.log" 2>&1 || { cat "$tmp/inspect.log"; fail "inspect"; }
-grep -q "^settings:    objective lm" "$tmp/inspect.log" && grep -q "^last step:   4: loss .*, perplexity" \
-  "$tmp/inspect.log" || { cat "$tmp/inspect.log"; fail "inspect does not show the lm run"; }
+grep -q "^settings:    objective lm" "$tmp/inspect.log" \
+  && grep -q "^last step:   4: loss .*, perplexity" "$tmp/inspect.log" \
+  || { cat "$tmp/inspect.log"; fail "inspect does not show the lm run"; }
 echo "train_pretrain_run: ok"
