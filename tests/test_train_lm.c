@@ -462,7 +462,9 @@ static void test_reward_base(const char *shards, const char *root)
     printf("reward from lm: %zu tensors equal, score.weight initialised\n", same);
     sn_st_close(fa);
     sn_st_close(fb);
-    /* shards of another vocabulary (smaller, then larger): refused */
+    /* shards of another vocabulary (smaller, then larger): refused; train.base the run's
+    ** directory (its last checkpoint) */
+    p.base = dir_of("lm_resume");
     int64_t vocabs[2] = {64, 128};
     for (int i = 0; i < 2; i++) {
         char other[600];

@@ -234,6 +234,29 @@ static bool seeded_base(const char *base)
     return sn_train_base_is_seeded(base);
 }
 
+/* train.base naming a training output directory (an lm run's, typically) means its last
+** checkpoint, which must be a model directory (docs/train.md "Domain-adaptive pretraining
+** (objective lm)"). */
+static int resolve_run_base(struct sn_trainer *t, struct sn_err *err)
+{
+    char p[PATH_MAX];
+    int k = snprintf(p, sizeof p, "%s/train_settings.json", t->p.base);
+    if (sn_train_base_is_seeded(t->p.base) || k < 0 || (size_t)k >= sizeof p ||
+        !sn_train_exists(p))
+        return SN_OK; /* a model directory (a long path fails where it is opened) */
+    struct sn_ckpt_choice ck;
+    int rc = sn_train_checkpoint_pick(t->p.base, SN_CKPT_LAST, &ck, err);
+    if (rc)
+        return sn_err_wrap(err, "train.base");
+    if (ck.kind != SN_CKPT_FULL)
+        return sn_err_set(err, SN_E_ARG, "train.base %s: its last checkpoint %s is a LoRA "
+                          "adapter, not a model directory; give the model it applies to, and "
+                          "the adapter as train.init_adapter", t->p.base, ck.dir);
+    snprintf(t->base_dir, sizeof t->base_dir, "%s", ck.dir);
+    t->p.base = t->base_dir;
+    return SN_OK;
+}
+
 /* The output directory (created), the absolute paths of out and shards, the mode and its
 ** default learning rate, the thread count and the device. */
 static int open_out_and_device(struct sn_trainer *t, const char *shards, const char *out,
@@ -256,6 +279,8 @@ static int open_out_and_device(struct sn_trainer *t, const char *shards, const c
         sn_aten_set_num_threads(p->threads);
     if (!rc)
         rc = resolve_device(p->device, &t->dev, err);
+    if (!rc)
+        rc = resolve_run_base(t, err);
     return rc;
 }
 

@@ -62,6 +62,7 @@ struct sn_trainer {
     size_t             lm_cap;
     char              *out, *shards;
     char               base_path[PATH_MAX]; /* what adapter_config.json names */
+    char               base_dir[PATH_MAX];  /* train.base a training run: its last checkpoint */
     char              *tokenizer;           /* resolved tokenizer.json path or NULL */
     char               tok_hash[65];
     struct sn_manifest *man;
