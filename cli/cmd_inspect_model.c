@@ -395,9 +395,11 @@ static int inspect_run(const char *dir, bool json, bool verify, struct sn_err *e
             rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     } else {
         printf("%s: training run\n", dir);
-        printf("settings:    base %s, mode %s, lr %g (%s, warmup %g), %g steps, micro-batch "
-               "%g x grad_accum %g x %g process(es), %s%s%s\n", str(s, "base", "?"),
-               str(s, "mode", "?"), num(s, "lr", 0), str(s, "schedule", "?"),
+        bool lm = !strcmp(str(s, "objective", "reward"), "lm");
+        printf("settings:    %sbase %s, mode %s, lr %g (%s, warmup %g), %g steps, micro-batch "
+               "%g x grad_accum %g x %g process(es), %s%s%s\n",
+               lm ? "objective lm (docs/train.md \"Domain-adaptive pretraining\"), " : "",
+               str(s, "base", "?"), str(s, "mode", "?"), num(s, "lr", 0), str(s, "schedule", "?"),
                num(s, "warmup_steps", 0), num(s, "total_steps", 0), num(s, "micro_batch", 0),
                num(s, "grad_accum", 0), num(s, "world_size", 1), str(s, "dtype", "?"),
                str(s, "batching", NULL) ? ", batching " : "", str(s, "batching", ""));
@@ -412,7 +414,11 @@ static int inspect_run(const char *dir, bool json, bool verify, struct sn_err *e
                                : !strcmp(p, b) ? " (best)" : "");
         }
         printf("%s\n", n ? "" : " none");
-        if (last)
+        if (last && lm)
+            printf("last step:   %g: loss %.4g, perplexity %.4g, learning_rate %.3g\n",
+                   num(last, "step", 0), num(last, "loss", 0), num(last, "perplexity", 0),
+                   num(last, "learning_rate", 0));
+        else if (last)
             printf("last step:   %g: loss %.4g, accuracy %.4g, margin %.4g, learning_rate %.3g\n",
                    num(last, "step", 0), num(last, "loss", 0), num(last, "accuracy", 0),
                    num(last, "margin", 0), num(last, "learning_rate", 0));

@@ -118,7 +118,8 @@ struct run {
     char state_path[PATH_MAX + 16];
     char key[N_STAGES][65];
     char p_traj[PATH_MAX + 32], p_shards[PATH_MAX + 32], p_tok[PATH_MAX + 32],
-        p_train[PATH_MAX + 32], p_gguf[PATH_MAX + 32], p_eval[PATH_MAX + 32],
+        p_train[PATH_MAX + 32], p_pretrain[PATH_MAX + 32], p_gguf[PATH_MAX + 32],
+        p_eval[PATH_MAX + 32],
         p_eval_traj[PATH_MAX + 48], p_eval_recipe[PATH_MAX + 48], p_report[PATH_MAX + 48],
         p_report_json[PATH_MAX + 48], p_items[PATH_MAX + 48], p_arms[PATH_MAX + 48];
     const char *tokenizer; /* build.tokenizer or p_tok */
@@ -273,6 +274,43 @@ static int run_import(struct run *r)
     return SN_EXIT_OK;
 }
 
+/* The lm stage of train.pretrain_steps into OUT/pretrain (the train section's settings with
+** objective lm, full mode, pretrain_steps steps at pretrain_lr); set_base receives
+** "train.base=<its last checkpoint>" for the reward stage. */
+static int run_pretrain(struct run *r, char *set_base, size_t cap)
+{
+    struct argv_b b = {.n = 0};
+    char steps[64], lr[64];
+    common_args(r, &b, "train");
+    snprintf(steps, sizeof steps, "train.max_steps=%lld", (long long)r->dec.train.pretrain_steps);
+    snprintf(lr, sizeof lr, "train.lr=%.17g", r->dec.train.pretrain_lr);
+    const char *sets[] = {"train.objective=lm", "train.mode=full", "train.pretrain_steps=0",
+                          steps, r->dec.train.pretrain_lr > 0 ? lr : NULL};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0] && sets[i]; i++) {
+        arg(&b, "--set");
+        arg(&b, sets[i]);
+    }
+    arg(&b, "-i");
+    arg(&b, r->p_shards);
+    arg(&b, "-o");
+    arg(&b, r->p_pretrain);
+    arg(&b, "--tokenizer");
+    arg(&b, r->tokenizer);
+    arg(&b, "--progress");
+    arg(&b, "plain");
+    printf("sentinel run: train.pretrain_steps %lld: objective lm -> %s\n",
+           (long long)r->dec.train.pretrain_steps, r->p_pretrain);
+    int rc = spawn(b.a, NULL);
+    if (rc)
+        return rc;
+    struct sn_ckpt_choice ck;
+    struct sn_err err = {0};
+    if (sn_train_checkpoint_pick(r->p_pretrain, SN_CKPT_LAST, &ck, &err))
+        return sn_cli_fail("run", &err);
+    int k = snprintf(set_base, cap, "train.base=%s", ck.dir);
+    return k > 0 && (size_t)k < cap ? SN_EXIT_OK : SN_EXIT_FAIL;
+}
+
 static int run_stage(struct run *r, int s)
 {
     struct argv_b b = {.n = 0};
@@ -310,7 +348,19 @@ static int run_stage(struct run *r, int s)
         arg(&b, "plain");
         return spawn(b.a, NULL);
     case ST_TRAIN:
+        /* train.pretrain_steps: an lm stage first, its last checkpoint the reward run's base
+        ** (docs/train.md "Domain-adaptive pretraining (objective lm)") */
+        if (r->dec.train.pretrain_steps > 0 && (rc = run_pretrain(r, ckpt, sizeof ckpt)))
+            return rc;
         common_args(r, &b, "train");
+        if (r->dec.train.pretrain_steps > 0) {
+            arg(&b, "--set");
+            arg(&b, ckpt);
+            if (sn_train_is_full(&r->dec.train)) { /* the base is a directory now */
+                arg(&b, "--set");
+                arg(&b, "train.mode=full");
+            }
+        }
         arg(&b, "-i");
         arg(&b, r->p_shards);
         arg(&b, "-o");
@@ -466,7 +516,7 @@ static void stage_outputs(struct run *r, int s, const char **a, const char **b)
     switch (s) {
     case ST_SIMULATE: *a = r->p_traj; break;
     case ST_BUILD: *a = r->p_shards; break;
-    case ST_TRAIN: *a = r->p_train; break;
+    case ST_TRAIN: *a = r->p_train; *b = r->p_pretrain; break;
     case ST_EXPORT: *a = r->p_gguf; break;
     case ST_EVAL: *a = r->p_eval; break;
     }
@@ -696,6 +746,7 @@ int sn_cmd_run(int argc, char **argv)
     snprintf(r.p_shards, sizeof r.p_shards, "%s/shards", r.out);
     snprintf(r.p_tok, sizeof r.p_tok, "%s/tokenizer.json", r.out);
     snprintf(r.p_train, sizeof r.p_train, "%s/train", r.out);
+    snprintf(r.p_pretrain, sizeof r.p_pretrain, "%s/pretrain", r.out);
     snprintf(r.p_gguf, sizeof r.p_gguf, "%s/detector.gguf", r.out);
     snprintf(r.p_eval, sizeof r.p_eval, "%s/eval", r.out);
     snprintf(r.p_arms, sizeof r.p_arms, "%s/eval/arms", r.out);

@@ -102,6 +102,16 @@ int sn_cli_recipe_describe(const char *cmd, const char *path, const cJSON *recip
                            sn_train_is_full(t) ? "full" : "LoRA", t->base, t->sched.lr,
                            t->sched.lr ? "" : " (by mode)", sn_train_sched_name(t->sched.kind),
                            t->micro_batch, t->grad_accum);
+    if (!rc && t->objective == SN_OBJECTIVE_LM)
+        rc = sn_buf_puts(&b, "objective:  lm (causal language model on the train split's "
+                         "sequences; docs/train.md \"Domain-adaptive pretraining\")\n", &err);
+    if (!rc && t->pretrain_steps > 0)
+        rc = sn_buf_printf(&b, &err, "pretrain:   %" PRId64 " steps of objective lm on the train "
+                           "split first (OUT/pretrain, lr %g%s), its checkpoint the reward "
+                           "run's base\n", t->pretrain_steps,
+                           t->pretrain_lr > 0 ? t->pretrain_lr : t->sched.lr > 0 ? t->sched.lr
+                                                                                 : 1e-3,
+                           t->pretrain_lr > 0 || t->sched.lr > 0 ? "" : " (full mode's)");
     size_t len = b.len;
     if (!rc)
         rc = sn_buf_puts(&b, "Hugging Face names and the sentinel keys they set:\n", &err);

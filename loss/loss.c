@@ -161,3 +161,49 @@ done:
         return sn_err_wrap(err, "loss");
     return SN_OK;
 }
+
+int sn_loss_lm(const struct sn_tensor *logits, const int64_t *targets, int64_t n,
+               struct sn_tensor **loss, double *value, struct sn_err *err)
+{
+    *loss = NULL;
+    int64_t shape[2];
+    if (!logits || sn_tensor_ndim(logits) != 2 || sn_tensor_shape(logits, shape, 2) != 2 ||
+        shape[0] != n || n < 1)
+        return sn_err_set(err, SN_E_ARG, "lm loss: expected logits (%lld, V) for %lld targets",
+                          (long long)n, (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        if (targets[i] < 0 || targets[i] >= shape[1])
+            return sn_err_set(err, SN_E_ARG, "lm loss: target %lld = %lld outside the "
+                              "vocabulary [0, %lld)", (long long)i, (long long)targets[i],
+                              (long long)shape[1]);
+    struct sn_tensor *x = NULL, *lp = NULL, *idx = NULL, *g = NULL, *m = NULL;
+    enum sn_dtype dt = sn_tensor_dtype(logits);
+    int64_t s2[2] = {n, 1};
+    int rc = dt == SN_DTYPE_F64 || dt == SN_DTYPE_F32
+                 ? sn_tensor_alias(logits, &x, err)
+                 : sn_aten_to_dtype(logits, SN_DTYPE_F32, &x, err);
+    if (!rc)
+        rc = sn_aten_log_softmax(x, 1, &lp, err);
+    if (!rc)
+        rc = sn_aten_from_host(targets, SN_DTYPE_I64, s2, 2, SN_DTYPE_I64,
+                               sn_tensor_device(logits), &idx, err);
+    if (!rc)
+        rc = sn_aten_gather(lp, 1, idx, &g, err); /* (n, 1): log p(target) */
+    if (!rc)
+        rc = sn_aten_mean_all(g, &m, err);
+    if (!rc)
+        rc = sn_aten_neg(m, loss, err);
+    if (!rc && value)
+        rc = sn_aten_item_f64(*loss, value, err);
+    sn_tensor_free(x);
+    sn_tensor_free(lp);
+    sn_tensor_free(idx);
+    sn_tensor_free(g);
+    sn_tensor_free(m);
+    if (rc) {
+        sn_tensor_free(*loss);
+        *loss = NULL;
+        return sn_err_wrap(err, "lm loss");
+    }
+    return SN_OK;
+}

@@ -44,6 +44,16 @@ void sn_loss_result_free(struct sn_loss_result *r); /* frees r->loss; NULL ok */
 int  sn_loss_host(const double *r_ch, const double *r_rej, const double *r_ref,
                   const bool *has_ref, size_t n, double alpha, struct sn_loss_result *out,
                   struct sn_err *err);
+/* The causal language-model loss (docs/train.md "Domain-adaptive pretraining (objective
+** lm)"): next-token cross-entropy averaged over the n predicted tokens,
+**   L_lm = −(1/n) Σ_i log softmax(logits_i)[target_i]
+** logits (n, V) are the LM head's outputs at the positions that predict a token (padding and
+** each sequence's last token are not among them: the caller selects the rows, so padding is
+** masked by construction); targets (n) host ids in [0, V). The log-softmax runs in f32 at
+** least (a bf16 logit row would round the normaliser). *loss: a new differentiable scalar;
+** *value (NULL ok): its value. */
+int  sn_loss_lm(const struct sn_tensor *logits, const int64_t *targets, int64_t n,
+                struct sn_tensor **loss, double *value, struct sn_err *err);
 /* log σ(z), stable for any finite z. */
 double sn_log_sigmoid(double z);
 

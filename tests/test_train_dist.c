@@ -3,7 +3,8 @@
 ** must train the same model as one process with micro-batch 8: the same global batch. In
 ** float64 the losses of every step agree to 1e-12 and the weights after 4 AdamW steps to 1e-9
 ** (eps 1e-4 keeps AdamW's update a smooth function of the gradient, so summation-order
-** rounding cannot flip the sign of a near-zero element's step). Also: rank 0 alone writes. */
+** rounding cannot flip the sign of a near-zero element's step). Also: rank 0 alone writes; the
+** same equality for train.objective "lm". */
 #include "hf/hf.h"
 #include "tests/testutil.h"
 #include "tests/testutil_train.h"
@@ -28,6 +29,44 @@ static double step_loss(const char *metrics, int step)
     }
     sn_free(buf);
     return v;
+}
+
+/* Runs root/a and root/b: every step's loss within 1e-12, and the largest weight difference
+** of their checkpoint-4 (returned), tensor by tensor. */
+static double same_runs(const char *root, const char *a, const char *b)
+{
+    char p1[800], p2[800];
+    struct sn_err err = {0};
+    for (int s = 1; s <= 4; s++) {
+        snprintf(p1, sizeof p1, "%s/%s/metrics.jsonl", root, a);
+        snprintf(p2, sizeof p2, "%s/%s/metrics.jsonl", root, b);
+        double x = step_loss(p1, s), y = step_loss(p2, s);
+        CHECK_MSG(fabs(x - y) <= 1e-12 && isfinite(x), "%s vs %s, step %d: loss %.17g vs %.17g",
+                  a, b, s, x, y);
+    }
+    snprintf(p1, sizeof p1, "%s/%s/checkpoint-4/model.safetensors", root, a);
+    snprintf(p2, sizeof p2, "%s/%s/checkpoint-4/model.safetensors", root, b);
+    struct sn_st_file *fa = NULL, *fb = NULL;
+    CHECK_MSG(sn_st_open(p1, &fa, &err) == SN_OK, "%s", err.msg);
+    CHECK_MSG(sn_st_open(p2, &fb, &err) == SN_OK, "%s", err.msg);
+    double worst = 0;
+    size_t n = fa ? sn_st_count(fa) : 0;
+    CHECK(fb && n == sn_st_count(fb) && n > 10);
+    for (size_t i = 0; fb && i < n; i++) {
+        const struct sn_st_tensor *x = sn_st_get(fa, i), *y = sn_st_find(fb, x->name);
+        CHECK_MSG(y && y->n_elements == x->n_elements, "%s", x->name);
+        if (!y || y->n_elements != x->n_elements)
+            continue;
+        float *u = malloc(x->n_elements * sizeof *u), *v = malloc(y->n_elements * sizeof *v);
+        CHECK(sn_st_to_f32(x, u, &err) == SN_OK && sn_st_to_f32(y, v, &err) == SN_OK);
+        for (uint64_t j = 0; j < x->n_elements; j++)
+            worst = fmax(worst, fabs((double)u[j] - v[j]));
+        free(u);
+        free(v);
+    }
+    sn_st_close(fa);
+    sn_st_close(fb);
+    return worst;
 }
 
 int main(void)
@@ -55,32 +94,11 @@ int main(void)
                      "> one.log 2>&1", root, bin) == 0);
     CHECK(sn_test_sh("cd '%s' && '%s' train -r r.json -i shards -o two --progress none "
                      "--nproc 2 --set train.micro_batch=4 > two.log 2>&1", root, bin) == 0);
-    for (int s = 1; s <= 4; s++) {
-        snprintf(p1, sizeof p1, "%s/one/metrics.jsonl", root);
-        snprintf(p2, sizeof p2, "%s/two/metrics.jsonl", root);
-        double a = step_loss(p1, s), b = step_loss(p2, s);
-        CHECK_MSG(fabs(a - b) <= 1e-12 && isfinite(a), "step %d: loss %.17g vs %.17g", s, a, b);
-    }
+    double worst = same_runs(root, "one", "two");
+    struct sn_st_file *fa = NULL;
     snprintf(p1, sizeof p1, "%s/one/checkpoint-4/model.safetensors", root);
-    snprintf(p2, sizeof p2, "%s/two/checkpoint-4/model.safetensors", root);
-    struct sn_st_file *fa = NULL, *fb = NULL;
     CHECK_MSG(sn_st_open(p1, &fa, &err) == SN_OK, "%s", err.msg);
-    CHECK_MSG(sn_st_open(p2, &fb, &err) == SN_OK, "%s", err.msg);
-    double worst = 0, moved = 0;
-    size_t n = fa ? sn_st_count(fa) : 0;
-    CHECK(fb && n == sn_st_count(fb) && n > 10);
-    for (size_t i = 0; fb && i < n; i++) {
-        const struct sn_st_tensor *x = sn_st_get(fa, i), *y = sn_st_find(fb, x->name);
-        CHECK_MSG(y && y->n_elements == x->n_elements, "%s", x->name);
-        if (!y || y->n_elements != x->n_elements)
-            continue;
-        float *u = malloc(x->n_elements * sizeof *u), *v = malloc(y->n_elements * sizeof *v);
-        CHECK(sn_st_to_f32(x, u, &err) == SN_OK && sn_st_to_f32(y, v, &err) == SN_OK);
-        for (uint64_t j = 0; j < x->n_elements; j++)
-            worst = fmax(worst, fabs((double)u[j] - v[j]));
-        free(u);
-        free(v);
-    }
+    double moved = 0;
     /* the weights did move: compare with the seeded base */
     snprintf(p2, sizeof p2, "%s/one/base/model.safetensors", root);
     struct sn_st_file *f0 = NULL;
@@ -99,7 +117,6 @@ int main(void)
     CHECK_MSG(worst <= 1e-9, "max weight difference %g", worst);
     CHECK(moved > 1e-4);
     sn_st_close(fa);
-    sn_st_close(fb);
     sn_st_close(f0);
     /* one writer: a single metrics line per step and the usual checkpoints */
     snprintf(p1, sizeof p1, "%s/two/metrics.jsonl", root);
@@ -116,5 +133,16 @@ int main(void)
     CHECK(sn_file_read(p1, 1 << 20, &log, &len, &err) == SN_OK && log &&
           strstr(log, "world_size"));
     sn_free(log);
+    /* the lm objective (docs/train.md "Domain-adaptive pretraining (objective lm)"): each
+    ** rank's micro-batch is weighted by its share of the step's predicted tokens over both
+    ** ranks, so two processes train the same model as one */
+    CHECK(sn_test_sh("cd '%s' && '%s' train -r r.json -i shards -o lm1 --progress none "
+                     "--set train.objective=lm > lm1.log 2>&1", root, bin) == 0);
+    CHECK(sn_test_sh("cd '%s' && '%s' train -r r.json -i shards -o lm2 --progress none "
+                     "--nproc 2 --set train.micro_batch=4 --set train.objective=lm "
+                     "> lm2.log 2>&1", root, bin) == 0);
+    worst = same_runs(root, "lm1", "lm2");
+    printf("objective lm, 2 processes vs 1: max weight difference %.3g after 4 steps\n", worst);
+    CHECK_MSG(worst <= 1e-9, "objective lm: max weight difference %g", worst);
     return sn_test_done();
 }

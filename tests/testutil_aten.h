@@ -146,4 +146,42 @@ static inline int sn_test_fd_check_grad(const char *what, int param, struct sn_t
     free(an);
     return bad;
 }
+/* Bit-identical resume (docs/train.md, "Failures"; docs/formats.md "Training output
+** directory"): p trains to its last step `last` in out (restarted), checkpoint-<last> is kept
+** aside and then spoilt, so re-opening out must resume from checkpoint-<from>; the resumed run
+** must end with the same model.safetensors and optimizer.safetensors bytes. */
+static inline void sn_test_resume_exact(const struct sn_train_params *p, const char *shards,
+                                        const char *out, int64_t last, int64_t from)
+{
+    struct sn_err e = {0};
+    char keep[1100], a[1200], b[1200];
+    struct sn_trainer *t = NULL;
+    int rc = sn_trainer_open(p, shards, out, true, &t, &e);
+    if (!rc)
+        rc = sn_trainer_run(t, &e);
+    CHECK_MSG(rc == SN_OK, "rc %d: %s", rc, e.msg);
+    sn_trainer_free(t);
+    t = NULL;
+    snprintf(keep, sizeof keep, "%s.keep", out);
+    sn_test_sh("rm -rf '%s' && cp -r '%s/checkpoint-%lld' '%s'", keep, out, (long long)last,
+               keep);
+    snprintf(a, sizeof a, "%s/checkpoint-%lld/model.safetensors", out, (long long)last);
+    CHECK(sn_test_sh("printf 'XXXX' | dd of='%s' bs=1 seek=100 conv=notrunc 2>/dev/null",
+                     a) == 0);
+    rc = sn_trainer_open(p, shards, out, false, &t, &e);
+    CHECK_MSG(rc == SN_OK && t && sn_trainer_step(t) == from, "rc %d: %s (resumed at %lld)", rc,
+              e.msg, t ? (long long)sn_trainer_step(t) : -1LL);
+    if (!rc && t)
+        rc = sn_trainer_run(t, &e);
+    CHECK_MSG(rc == SN_OK, "rc %d: %s", rc, e.msg);
+    sn_trainer_free(t);
+    const char *files[2] = {"model.safetensors", "optimizer.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s/checkpoint-%lld/%s", out, (long long)last, files[i]);
+        snprintf(b, sizeof b, "%s/%s", keep, files[i]);
+        CHECK_MSG(sn_test_sh("cmp -s '%s' '%s'", a, b) == 0, "resumed %s differs from the "
+                  "uninterrupted run", files[i]);
+    }
+    sn_test_sh("rm -rf '%s'", keep);
+}
 #endif

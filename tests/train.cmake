@@ -16,8 +16,10 @@ endif()
 #                          model directories and safetensors files, against the files
 #   score_pairs            `score --model` and `--detector` read (context, response) pairs
 #                          alike and agree on the fixture's checkpoint and its export
+#   train_pretrain_run     `sentinel run` with train.pretrain_steps on a copy of its
+#                          trajectories: the lm stage, its inputs, the reward run's base
 if(SENTINEL_WITH_TORCH)
-  foreach(t train_cluster_scripts inspect_models score_pairs)
+  foreach(t train_cluster_scripts inspect_models score_pairs train_pretrain_run)
     add_test(NAME ${t} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/${t}.sh)
     set_tests_properties(${t} PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 300
                          LABELS noasan FIXTURES_REQUIRED trained_run

@@ -2,6 +2,8 @@
 ** parsed, checked and written by hf/config.c (hf/hf.h). */
 #include "train/train_internal.h"
 
+#include <string.h>
+
 struct sn_model_config sn_model_config_tiny(int64_t vocab_size)
 {
     struct sn_model_config c = {
@@ -30,4 +32,22 @@ struct sn_model_config sn_model_config_small(int64_t vocab_size)
     c.num_attention_heads = 8;
     c.num_key_value_heads = 4;
     return c;
+}
+
+struct sn_model_config sn_model_config_mini(int64_t vocab_size)
+{
+    struct sn_model_config c = sn_model_config_tiny(vocab_size);
+    c.hidden_size = 128;
+    c.intermediate_size = 384;
+    c.num_hidden_layers = 4;
+    return c;
+}
+
+struct sn_model_config sn_model_config_seeded(const char *name, int64_t vocab_size)
+{
+    if (!strcmp(name, "tiny"))
+        return sn_model_config_tiny(vocab_size);
+    if (!strcmp(name, "mini"))
+        return sn_model_config_mini(vocab_size);
+    return sn_model_config_small(vocab_size);
 }

@@ -163,6 +163,10 @@ int sn_model_open_hf(const char *dir, const struct sn_model_params *p, struct sn
             rc = sn_err_set(err, SN_E_FORMAT, "%s: tensor 'lm_head.weight' has the wrong shape "
                             "(expected [%" PRId64 ", %" PRId64 "])", dir, c.vocab_size,
                             c.hidden_size);
+        /* the LM objective trains an untied head (docs/train.md "Domain-adaptive
+        ** pretraining (objective lm)"); a tied config's copy is the embedding already */
+        else if (t && p->keep_lm_head && !c.tie_word_embeddings)
+            rc = sn_model_load_tensor(t, dir, 2, shp, p, &m->lm_head, err);
     }
     /* anything else is not a Qwen2 weight we know: refuse rather than silently ignore */
     for (size_t f = 0; !rc && f < sn_hf_weights_n_files(w); f++) {

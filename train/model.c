@@ -192,7 +192,7 @@ int sn_model_slots(struct sn_model *m, bool with_head, struct sn_model_slot **ou
 {
     const struct sn_model_config *c = &m->cfg;
     int64_t D = c->hidden_size, Dh = sn_model_config_head_dim(c);
-    size_t cap = 3 + (size_t)c->num_hidden_layers * 12;
+    size_t cap = 4 + (size_t)c->num_hidden_layers * 12;
     struct sn_model_slot *s = sn_calloc(cap, sizeof *s);
     if (!s)
         return sn_err_set(err, SN_E_NOMEM, "model: out of memory");
@@ -228,6 +228,8 @@ int sn_model_slots(struct sn_model *m, bool with_head, struct sn_model_slot **ou
              "model.layers.%" PRId64 ".post_attention_layernorm.weight", i);
     }
     SLOT(SN_SLOT_NORM, &m->norm, 1, D, 0, "model.norm.weight");
+    if (m->lm_head) /* kept for the LM objective only (keep_lm_head) */
+        SLOT(SN_SLOT_MATRIX, &m->lm_head, 2, c->vocab_size, D, "lm_head.weight");
     if (with_head)
         SLOT(SN_SLOT_HEAD, &m->head, 2, 1, D, "score.weight");
 #undef SLOT
@@ -731,15 +733,18 @@ static int readout_windows(const struct sn_model *m, const struct sn_model_packe
     return rc;
 }
 
-int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
-                     struct sn_tensor **rewards, struct sn_tensor **hidden, struct sn_err *err)
+/* The LM head's weight (vocab, hidden): the embedding when tied or when no lm_head was kept. */
+static const struct sn_tensor *lm_head_weight(const struct sn_model *m)
 {
-    return sn_model_forward_packed(m, b, NULL, rewards, hidden, err);
+    return m->lm_head ? m->lm_head : m->embed;
 }
 
-int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
-                            const struct sn_model_packed *pk, struct sn_tensor **rewards,
-                            struct sn_tensor **hidden, struct sn_err *err)
+/* The forward of sn_model_forward_packed, or with at (n_at tokens) the LM forward of
+** sn_model_forward_lm: every layer on every token, the rows at[] read out, *logits. */
+static int forward_impl(struct sn_model *m, const struct sn_model_batch *b,
+                        const struct sn_model_packed *pk, const int64_t *at, int64_t n_at,
+                        struct sn_tensor **rewards, struct sn_tensor **hidden,
+                        struct sn_tensor **logits, struct sn_err *err)
 {
     if (rewards)
         *rewards = NULL;
@@ -757,12 +762,13 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         return sn_err_set(err, SN_E_ARG, "forward: batch too large");
     BT = (int64_t)nbt;
     /* rows read out: one per row, or the packed batch's read-out points */
-    int64_t n_out = pk ? pk->n_readout : B;
+    int64_t n_out = at ? n_at : pk ? pk->n_readout : B;
     if (n_out < 1 || n_out > BT)
         return sn_err_set(err, SN_E_ARG, "forward: %" PRId64 " read-out tokens for %" PRId64
                           " tokens", n_out, BT);
     int64_t *pos = sn_malloc(nbt * sizeof *pos), *ids64 = sn_malloc(nbt * sizeof *ids64);
-    int64_t *last = sn_malloc((size_t)n_out * sizeof *last);
+    /* batch_prepare writes a row's last token for each of the B rows first */
+    int64_t *last = sn_malloc((size_t)(n_out > B ? n_out : B) * sizeof *last);
     uint8_t *keep = sn_malloc(nbt);
     struct scope sc = {0};
     struct sn_tensor *h = NULL;
@@ -780,6 +786,14 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
     rc = batch_prepare(m, b, pk, pos, last, ids64, keep, err);
     if (rc)
         goto fail;
+    for (int64_t i = 0; at && i < n_at; i++) {
+        if (at[i] < 0 || at[i] >= BT || !keep[at[i]]) {
+            rc = sn_err_set(err, SN_E_ARG, "LM read-out %" PRId64 " = %" PRId64
+                            " is not a token of the batch", i, at[i]);
+            goto fail;
+        }
+        last[i] = at[i];
+    }
     int64_t s2[2] = {B, T}, sB[1] = {n_out}, sflat[2] = {BT, D}, s3[3] = {B, T, 3};
     struct sn_tensor *tid, *tpos, *tkeep, *cosv, *sinv, *tlast, *hf, *hl, *hn, *tspans = NULL;
     if (pk)
@@ -835,7 +849,9 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         }
     }
     int64_t n_layers = c->num_hidden_layers;
-    for (int64_t i = 0; i + 1 < n_layers; i++) {
+    /* the LM reads every token: the last layer runs in full like the others */
+    int64_t n_full = at ? n_layers : n_layers - 1;
+    for (int64_t i = 0; i < n_full; i++) {
         struct layer_ctx x = {m, i, cosv, sinv, tkeep, B, T, tspans, NULL, NULL, NULL, 0, 0};
         struct sn_tensor *hn2 = NULL;
         if (ckpt) {
@@ -851,7 +867,7 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
         sn_tensor_free(h);
         h = hn2;
     }
-    if (n_layers > 0) {
+    if (n_layers > 0 && !at) {
         /* The last layer on the read-out rows only (readout_layer_fn) */
         struct layer_ctx x = {m, n_layers - 1, cosv, sinv, tkeep, B, T, tspans, tlast, NULL,
                               tkeep, n_out, T};
@@ -911,6 +927,13 @@ int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
             goto fail;
         }
     }
+    if (logits) {
+        rc = sn_aten_linear(hn, lm_head_weight(m), NULL, logits, err); /* (n_at, V) */
+        if (rc) {
+            sn_tensor_free(hn);
+            goto fail;
+        }
+    }
     if (hidden)
         *hidden = hn;
     else
@@ -938,6 +961,35 @@ fail:
         *rewards = NULL;
     }
     return sn_err_wrap(err, "forward");
+}
+
+int sn_model_forward(struct sn_model *m, const struct sn_model_batch *b,
+                     struct sn_tensor **rewards, struct sn_tensor **hidden, struct sn_err *err)
+{
+    return forward_impl(m, b, NULL, NULL, 0, rewards, hidden, NULL, err);
+}
+
+int sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *b,
+                            const struct sn_model_packed *pk, struct sn_tensor **rewards,
+                            struct sn_tensor **hidden, struct sn_err *err)
+{
+    return forward_impl(m, b, pk, NULL, 0, rewards, hidden, NULL, err);
+}
+
+int sn_model_forward_lm(struct sn_model *m, const struct sn_model_batch *b, const int64_t *at,
+                        int64_t n_at, struct sn_tensor **logits, struct sn_err *err)
+{
+    *logits = NULL;
+    if (!at || n_at < 1)
+        return sn_err_set(err, SN_E_ARG, "LM forward: no token to predict from");
+    return forward_impl(m, b, NULL, at, n_at, NULL, NULL, logits, err);
+}
+
+void sn_model_drop_head(struct sn_model *m)
+{
+    sn_tensor_free(m->head);
+    m->head = NULL;
+    sn_model_names_free(m);
 }
 
 int sn_model_forward_host(struct sn_model *m, const struct sn_model_batch *b, float *rewards,

@@ -17,12 +17,12 @@ struct sn_adamw_params sn_adamw_default_params(void)
 
 bool sn_train_base_is_seeded(const char *base)
 {
-    return base && (!strcmp(base, "tiny") || !strcmp(base, "small"));
+    return base && (!strcmp(base, "tiny") || !strcmp(base, "mini") || !strcmp(base, "small"));
 }
 
 bool sn_train_is_full(const struct sn_train_params *p)
 {
-    return p->mode == SN_TRAIN_FULL ||
+    return p->mode == SN_TRAIN_FULL || p->objective == SN_OBJECTIVE_LM ||
            (p->mode == SN_TRAIN_MODE_DEFAULT && sn_train_base_is_seeded(p->base));
 }
 
@@ -61,7 +61,8 @@ struct sn_train_params sn_train_default_params(void)
 }
 
 static const char *const train_keys[] = {
-    "base", "mode", "lora", "lr", "beta1", "beta2", "eps", "weight_decay", "weight_decay_all",
+    "base", "objective", "pretrain_steps", "pretrain_lr", "mode", "lora", "lr", "beta1",
+    "beta2", "eps", "weight_decay", "weight_decay_all",
     "schedule", "warmup_steps", "warmup_ratio", "min_lr_ratio", "epochs", "max_steps",
     "micro_batch", "grad_accum", "max_grad_norm", "alpha", "center_rewards", "seed", "dtype",
     "grad_checkpoint", "device", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
@@ -80,6 +81,11 @@ _Static_assert(sizeof batching_names / sizeof batching_names[0] == SN_BATCH_COUN
 const char *sn_train_sched_name(enum sn_lr_kind k)
 {
     return (unsigned)k < SN_LR_KIND_COUNT ? sched_names[k] : "?";
+}
+
+const char *sn_train_objective_name(enum sn_train_objective o)
+{
+    return o == SN_OBJECTIVE_LM ? "lm" : "reward";
 }
 
 const char *sn_batching_name(enum sn_batching b)
@@ -105,7 +111,7 @@ static int get_pos(const cJSON *sec, const char *key, int64_t min, int64_t *v,
 
 /* The values read as strings or through a wider type, before they are decoded and checked. */
 struct train_raw {
-    const char *mode, *sched, *dtype, *batching;
+    const char *objective, *mode, *sched, *dtype, *batching;
     int64_t     seed, threads;
 };
 
@@ -130,6 +136,9 @@ static int read_scalars(const cJSON *sec, struct sn_train_params *p, struct trai
 {
     int rc;
     if ((rc = get_s(sec, "base", &p->base, err)) || (rc = get_s(sec, "mode", &w->mode, err)) ||
+        (rc = get_s(sec, "objective", &w->objective, err)) ||
+        (rc = get_pos(sec, "pretrain_steps", 0, &p->pretrain_steps, err)) ||
+        (rc = get_d(sec, "pretrain_lr", &p->pretrain_lr, err)) ||
         (rc = get_d(sec, "lr", &p->sched.lr, err)) ||
         (rc = get_d(sec, "beta1", &p->adamw.beta1, err)) ||
         (rc = get_d(sec, "beta2", &p->adamw.beta2, err)) ||
@@ -195,6 +204,15 @@ static int parse_batching(const char *batching, enum sn_batching *out, struct sn
 /* train.mode, train.schedule and train.dtype by name. */
 static int parse_names(const struct train_raw *w, struct sn_train_params *p, struct sn_err *err)
 {
+    if (w->objective) {
+        if (!strcmp(w->objective, "reward"))
+            p->objective = SN_OBJECTIVE_REWARD;
+        else if (!strcmp(w->objective, "lm"))
+            p->objective = SN_OBJECTIVE_LM;
+        else
+            return sn_err_set(err, SN_E_ARG, "recipe: train.objective = \"%s\" (expected "
+                              "\"reward\" or \"lm\")", w->objective);
+    }
     if (w->mode) {
         if (!strcmp(w->mode, "full"))
             p->mode = SN_TRAIN_FULL;
@@ -235,9 +253,17 @@ static int check_ranges(const struct sn_train_params *p, struct sn_err *err)
         return sn_err_set(err, SN_E_ARG, "recipe: train.warmup_ratio = %g (expected [0, 1))",
                           p->warmup_ratio);
     if (!(p->alpha >= 0.0) || !(p->center_rewards >= 0.0) || !(p->sched.lr >= 0.0) ||
-        !isfinite(p->sched.lr))
-        return sn_err_set(err, SN_E_ARG, "recipe: train.alpha, train.center_rewards and "
-                          "train.lr must be >= 0");
+        !isfinite(p->sched.lr) || !(p->pretrain_lr >= 0.0) || !isfinite(p->pretrain_lr))
+        return sn_err_set(err, SN_E_ARG, "recipe: train.alpha, train.center_rewards, "
+                          "train.lr and train.pretrain_lr must be >= 0");
+    /* the lm objective trains every weight (docs/train.md "Domain-adaptive pretraining") */
+    if (p->objective == SN_OBJECTIVE_LM && p->mode == SN_TRAIN_LORA)
+        return sn_err_set(err, SN_E_ARG, "recipe: train.objective \"lm\" trains every "
+                          "parameter: set train.mode \"full\" (LoRA continued pretraining is "
+                          "not implemented; the reward stage after it may still use LoRA)");
+    if (p->objective == SN_OBJECTIVE_LM && p->pretrain_steps > 0)
+        return sn_err_set(err, SN_E_ARG, "recipe: train.pretrain_steps chains an lm stage "
+                          "before a reward run: it needs train.objective \"reward\"");
     if (!(p->adamw.beta1 >= 0.0 && p->adamw.beta1 < 1.0) ||
         !(p->adamw.beta2 >= 0.0 && p->adamw.beta2 < 1.0))
         return sn_err_set(err, SN_E_ARG, "recipe: train.beta1 = %g, train.beta2 = %g (each "
@@ -354,7 +380,7 @@ int sn_train_params_from_recipe(const cJSON *recipe, struct sn_train_params *p,
     int rc = sn_train_hf_check(sec, train_keys, err);
     if (rc)
         return rc;
-    struct train_raw w = {NULL, sched_names[p->sched.kind], NULL, batching_names[p->batching],
+    struct train_raw w = {NULL, NULL, sched_names[p->sched.kind], NULL, batching_names[p->batching],
                           (int64_t)p->seed, p->threads};
     if ((rc = read_scalars(sec, p, &w, err)) ||
         (rc = parse_batching(w.batching, &p->batching, err)))

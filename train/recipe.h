@@ -52,9 +52,18 @@ enum sn_batching {
 };
 const char *sn_batching_name(enum sn_batching b); /* "padded", "packed", "shared_prefix" */
 
+/* What a run trains (docs/train.md): the reward model of docs/design.md §4, or a causal
+** language model on the train split's sequences ("Domain-adaptive pretraining (objective
+** lm)"), whose checkpoint a reward run then takes as its train.base. */
+enum sn_train_objective { SN_OBJECTIVE_REWARD, SN_OBJECTIVE_LM };
+
 /* Every setting of the recipe's `train` section (docs/train.md lists keys and defaults). */
 struct sn_train_params {
-    const char *base;            /* HF model directory, "tiny" or "small" (seeded init) */
+    const char *base;            /* HF model directory, "tiny", "mini" or "small" (seeded) */
+    enum sn_train_objective objective; /* "reward" (default) or "lm" */
+    int64_t  pretrain_steps;     /* `sentinel run`: > 0 runs an lm stage of this many steps
+                                 ** before the reward training, its checkpoint the base */
+    double   pretrain_lr;        /* that stage's lr (0 = train.lr's rule) */
     enum sn_train_mode mode;     /* DEFAULT: full for a seeded init, lora for an HF base */
     struct sn_lora_config lora;  /* paper: r 64, alpha 128, dropout 0.05 */
     struct sn_adamw_params adamw;
@@ -117,12 +126,15 @@ void sn_train_recipe_sets_win(cJSON *recipe, const char *const *sets, size_t n);
 int sn_train_recipe_aliases(const cJSON *recipe, const struct sn_train_params *p,
                             struct sn_buf *b, struct sn_err *err);
 
-/* The base is a seeded initialisation ("tiny", "small") rather than a model directory. */
+/* The base is a seeded initialisation ("tiny", "mini", "small") rather than a model
+** directory. */
 bool sn_train_base_is_seeded(const char *base);
 /* Whether p trains every parameter (full mode) rather than LoRA adapters and the head: mode
-** "full", or no mode on a seeded base (LoRA on a random frozen base learns little). The one
+** "full", objective "lm" (it trains every weight), or no mode on a seeded base (LoRA on a
+** random frozen base learns little). The one
 ** place this rule lives (docs/train.md "What trains"). */
 bool sn_train_is_full(const struct sn_train_params *p);
+const char *sn_train_objective_name(enum sn_train_objective o); /* "reward", "lm" */
 
 /* ---- which checkpoint the stages after training take --------------------------------------- */
 

@@ -34,6 +34,11 @@
 /* The tiny built-in config: 2 layers, hidden 64, 4 heads, 2 KV heads (GQA), intermediate 128,
 ** rms_norm_eps 1e-6, rope_theta 10000, max positions 2048, float32, the given vocab size. */
 struct sn_model_config sn_model_config_tiny(int64_t vocab_size);
+/* Between tiny and small: 4 layers, hidden 128, 4 heads, 2 KV heads, intermediate 384
+** (0.79M parameters besides the vocab × 128 embedding). */
+struct sn_model_config sn_model_config_mini(int64_t vocab_size);
+/* The seeded config a train.base names ("tiny", "mini", "small"; anything else: small). */
+struct sn_model_config sn_model_config_seeded(const char *name, int64_t vocab_size);
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
@@ -51,6 +56,9 @@ struct sn_model_params {
                                       ** (sn_aten_autocast_enter) while weights, norms,
                                       ** attention, the head and rewards stay in dtype (F32);
                                       ** F32 = off */
+    bool             keep_lm_head;    /* sn_model_open_hf keeps an untied lm_head.weight (the
+                                      ** LM objective trains and saves it); false: checked
+                                      ** and dropped, as a reward model never reads it */
 };
 /* F32, CPU, no checkpointing, seed 0, init_std 0.02, init_noise 0 */
 struct sn_model_params sn_model_default_params(void);
@@ -135,6 +143,17 @@ int  sn_model_forward_packed(struct sn_model *m, const struct sn_model_batch *ba
 ** the model until the backward has run: call this after backward (the trainer does it once per
 ** optimizer step). Forwards without checkpointing keep nothing. */
 void sn_model_release_forward_state(struct sn_model *m);
+/* The causal-LM forward (docs/train.md "Domain-adaptive pretraining (objective lm)"): every
+** decoder layer on every token, the final norm on the n_at flat token indices at[i] = row · T
+** + t (each a real token of the padded batch), then the LM head: *logits (n_at, vocab_size).
+** The head is the input embedding when the config ties them (tie_word_embeddings, and always
+** for a model with no lm_head.weight: the seeded bases), else the kept lm_head
+** (keep_lm_head). Differentiable when grad mode is on; no reward head needed. */
+int  sn_model_forward_lm(struct sn_model *m, const struct sn_model_batch *batch,
+                         const int64_t *at, int64_t n_at, struct sn_tensor **logits,
+                         struct sn_err *err);
+/* Removes the reward head (an LM run's checkpoint has none: a reward run initialises one). */
+void sn_model_drop_head(struct sn_model *m);
 /* Convenience: no-grad forward into host floats (rewards: B, hidden: B × hidden_size; either
 ** NULL ok). */
 int  sn_model_forward_host(struct sn_model *m, const struct sn_model_batch *batch,
@@ -223,7 +242,11 @@ struct sn_train_stats {
     double  learning_rate, grad_norm;
     int64_t num_tokens;            /* tokens processed so far (padding excluded) */
     double  tokens_per_s, step_time, data_wait, peak_rss_mb;
-    int64_t n;                     /* tuples */
+    int64_t n;                     /* tuples (lm objective: sequences) */
+    bool    lm;                    /* an lm-objective step: loss is the next-token
+                                   ** cross-entropy, and perplexity = exp(loss); the reward
+                                   ** figures are not computed */
+    double  perplexity;
 };
 
 struct sn_trainer;

@@ -29,7 +29,8 @@ struct sn_model {
     struct sn_model_layer *layers;  /* num_hidden_layers */
     struct sn_tensor      *norm;    /* (D) final RMSNorm */
     struct sn_tensor      *head;    /* (1, D) score.weight, requires grad; NULL = none */
-    struct sn_tensor      *lm_head; /* unused; never kept (shape checked at load) */
+    struct sn_tensor      *lm_head; /* untied LM head, kept for the lm objective only
+                                    ** (keep_lm_head); else NULL (shape checked at load) */
     bool                   training;
     bool                   has_lora;
     struct sn_lora_config  lora_cfg;

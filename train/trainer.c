@@ -54,6 +54,7 @@ void sn_trainer_free(struct sn_trainer *t)
     sn_aten_dist_free(t->dist);
     sn_free(t->perm);
     sn_rows_free(&t->rows);
+    sn_trainer_lm_free(t);
     sn_free(t->out);
     sn_free(t->shards);
     sn_free(t->tokenizer);
@@ -85,12 +86,43 @@ static int set_pad_from_tokenizer(struct sn_model *m, const char *tokenizer_path
     return sn_model_set_pad_token_id(m, pad, err);
 }
 
+/* A base that is a sentinel checkpoint (an lm run's, typically) must come from shards of this
+** run's tokenizer: its sentinel_state.json records the shards' vocabulary and tokenizer hash
+** (docs/train.md "Domain-adaptive pretraining (objective lm)"). Other bases: the vocabulary
+** check of make_base alone. */
+static int check_base_checkpoint(struct sn_trainer *t, struct sn_err *err)
+{
+    char p[PATH_MAX];
+    cJSON *st = NULL;
+    if (sn_train_path_join(p, sizeof p, t->p.base, "sentinel_state.json", err) ||
+        !sn_train_exists(p))
+        return SN_OK;
+    int rc = sn_json_load(p, &st, err);
+    if (rc)
+        return sn_err_wrap(err, "train.base");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(st, "shards_vocab_size");
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(st, "tokenizer_hash");
+    int64_t mv = sn_model_get_config(t->m)->vocab_size;
+    if (cJSON_IsNumber(v) && (int64_t)v->valuedouble != t->vocab)
+        rc = sn_err_set(err, SN_E_ARG, "train.base %s: a checkpoint trained on shards of "
+                        "vocabulary %" PRId64 " (its model: %" PRId64 " rows), these shards' is "
+                        "%" PRId64 ": it was trained with another tokenizer", t->p.base,
+                        (int64_t)v->valuedouble, mv, t->vocab);
+    else if (cJSON_IsString(h) && t->tok_hash[0] && strcmp(h->valuestring, t->tok_hash))
+        rc = sn_err_set(err, SN_E_ARG, "train.base %s: a checkpoint trained on shards of "
+                        "tokenizer %.12s..., these shards' is %.12s...: it was trained with "
+                        "another tokenizer", t->p.base, h->valuestring, t->tok_hash);
+    cJSON_Delete(st);
+    return rc;
+}
+
 /* t->m: the full weights of resume_dir (full mode), the seeded init, or the HF base (given a
 ** head when it has none); in LoRA mode the adapters attached and loaded from resume_dir or
 ** train.init_adapter. Left in training mode. */
 static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err *err)
 {
     struct sn_model_params mp = sn_model_default_params();
+    mp.keep_lm_head = t->lm; /* an untied base's LM head trains with the rest */
     /* bf16: f32 master weights (and so f32 gradients, optimizer state and checkpoints),
     ** bf16 GEMMs in the forward and backward */
     mp.dtype = t->p.dtype == SN_DTYPE_BF16 ? SN_DTYPE_F32 : t->p.dtype;
@@ -103,8 +135,7 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
     if (t->full && resume_dir) {
         rc = sn_model_open_hf(resume_dir, &mp, &t->m, err);
     } else if (seeded) {
-        struct sn_model_config c = !strcmp(t->p.base, "tiny") ? sn_model_config_tiny(t->vocab)
-                                                               : sn_model_config_small(t->vocab);
+        struct sn_model_config c = sn_model_config_seeded(t->p.base, t->vocab);
         if (t->p.dtype == SN_DTYPE_F64)
             snprintf(c.torch_dtype, sizeof c.torch_dtype, "float32");
         rc = sn_model_create(&c, &mp, &t->m, err);
@@ -115,8 +146,10 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
         /* full fine-tuning writes its checkpoints in f32 (a bf16 base would round each save) */
         if (!rc && t->full)
             snprintf(t->m->cfg.torch_dtype, sizeof t->m->cfg.torch_dtype, "float32");
-        if (!rc && !sn_model_has_head(t->m))
+        if (!rc && !sn_model_has_head(t->m) && !t->lm)
             rc = sn_model_init_head(t->m, 0.02, sn_seed_derive(t->p.seed, "head", 0), err);
+        if (!rc)
+            rc = check_base_checkpoint(t, err);
         if (!rc && sn_model_get_config(t->m)->vocab_size < t->vocab)
             rc = sn_err_set(err, SN_E_ARG, "%s: vocabulary %" PRId64 " is smaller than the "
                             "shards' (%" PRId64 "): the shards were built with another "
@@ -125,6 +158,13 @@ static int make_base(struct sn_trainer *t, const char *resume_dir, struct sn_err
     }
     if (rc)
         return rc;
+    if (t->lm) {
+        /* the LM head is the embedding unless an untied base brought its own (train/train.h
+        ** sn_model_forward_lm): a seeded base's checkpoint says so in config.json */
+        if (seeded && !(t->full && resume_dir))
+            t->m->cfg.tie_word_embeddings = true;
+        sn_model_drop_head(t->m); /* the reward run initialises its own */
+    }
     if (!t->full) {
         rc = sn_model_lora_attach(t->m, &t->p.lora, err);
         if (!rc && resume_dir)
@@ -145,8 +185,7 @@ static int write_seeded_base(struct sn_trainer *t, struct sn_err *err)
         return rc;
     struct sn_model_params mp = sn_model_default_params();
     mp.seed = t->p.seed;
-    struct sn_model_config c = !strcmp(t->p.base, "tiny") ? sn_model_config_tiny(t->vocab)
-                                                           : sn_model_config_small(t->vocab);
+    struct sn_model_config c = sn_model_config_seeded(t->p.base, t->vocab);
     struct sn_model *m = NULL;
     rc = sn_model_create(&c, &mp, &m, err);
     if (!rc)
@@ -195,6 +234,29 @@ static bool seeded_base(const char *base)
     return sn_train_base_is_seeded(base);
 }
 
+/* train.base naming a training output directory (an lm run's, typically) means its last
+** checkpoint, which must be a model directory (docs/train.md "Domain-adaptive pretraining
+** (objective lm)"). */
+static int resolve_run_base(struct sn_trainer *t, struct sn_err *err)
+{
+    char p[PATH_MAX];
+    int k = snprintf(p, sizeof p, "%s/train_settings.json", t->p.base);
+    if (sn_train_base_is_seeded(t->p.base) || k < 0 || (size_t)k >= sizeof p ||
+        !sn_train_exists(p))
+        return SN_OK; /* a model directory (a long path fails where it is opened) */
+    struct sn_ckpt_choice ck;
+    int rc = sn_train_checkpoint_pick(t->p.base, SN_CKPT_LAST, &ck, err);
+    if (rc)
+        return sn_err_wrap(err, "train.base");
+    if (ck.kind != SN_CKPT_FULL)
+        return sn_err_set(err, SN_E_ARG, "train.base %s: its last checkpoint %s is a LoRA "
+                          "adapter, not a model directory; give the model it applies to, and "
+                          "the adapter as train.init_adapter", t->p.base, ck.dir);
+    snprintf(t->base_dir, sizeof t->base_dir, "%s", ck.dir);
+    t->p.base = t->base_dir;
+    return SN_OK;
+}
+
 /* The output directory (created), the absolute paths of out and shards, the mode and its
 ** default learning rate, the thread count and the device. */
 static int open_out_and_device(struct sn_trainer *t, const char *shards, const char *out,
@@ -209,13 +271,16 @@ static int open_out_and_device(struct sn_trainer *t, const char *shards, const c
         if (!t->out || !t->shards)
             rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     }
-    t->full = sn_train_is_full(p);
+    t->lm = p->objective == SN_OBJECTIVE_LM;
+    t->full = sn_train_is_full(p); /* the lm objective trains every weight */
     if (!t->p.sched.lr)
         t->p.sched.lr = t->full ? 1e-3 : 5e-6;
     if (p->threads > 0)
         sn_aten_set_num_threads(p->threads);
     if (!rc)
         rc = resolve_device(p->device, &t->dev, err);
+    if (!rc)
+        rc = resolve_run_base(t, err);
     return rc;
 }
 
@@ -252,6 +317,9 @@ static int open_shards(struct sn_trainer *t, const char *shards, struct sn_err *
     char shard_hash[65] = "";
     snprintf(shard_hash, sizeof shard_hash, "%s", t->tok_hash);
     for (int s = 0; s < SN_SPLIT_COUNT && !rc; s++) {
+        /* the lm objective reads the train split alone: held-out text never reaches it */
+        if (t->lm && s != SN_SPLIT_TRAIN)
+            continue;
         rc = sn_tset_open(&t->data[s], t->man, (enum sn_split)s, shard_hash, &t->vocab, err);
         if (rc && t->tok_hash[0] && strstr(err->msg, "tokenizer"))
             sn_err_wrap(err, "the tokenizer %s (SHA-256 %.12s...) is not the one the shards "
@@ -265,6 +333,11 @@ static int open_shards(struct sn_trainer *t, const char *shards, struct sn_err *
     if (!rc && t->data[SN_SPLIT_TRAIN].n == 0)
         rc = sn_err_set(err, SN_E_ARG, "%s: no training tuples (the train split is empty)",
                         shards);
+    if (!rc && t->lm)
+        rc = sn_trainer_lm_open(t, err);
+    if (!rc && t->lm && (t->p.batching != SN_BATCH_PADDED || t->p.length_bucketing))
+        SN_WARN("train: objective lm pads its rows: train.batching and train.length_bucketing "
+                "are for the reward objective");
     return rc;
 }
 
@@ -291,12 +364,12 @@ static int open_steps(struct sn_trainer *t, struct sn_err *err)
         rc = sn_err_set(err, SN_E_ARG, "train.eval_batch must be 1..1024, micro_batch and "
                         "grad_accum >= 1");
     if (!rc) {
-        t->per_epoch = (int64_t)t->data[SN_SPLIT_TRAIN].n / t->G;
+        t->per_epoch = (int64_t)sn_trainer_n_items(t) / t->G;
         if (!t->per_epoch)
-            rc = sn_err_set(err, SN_E_ARG, "only %zu training tuples: fewer than one optimizer "
+            rc = sn_err_set(err, SN_E_ARG, "only %zu training %s: fewer than one optimizer "
                             "step (micro_batch %" PRId64 " x grad_accum %" PRId64 " x %d "
-                            "processes)", t->data[SN_SPLIT_TRAIN].n, p->micro_batch,
-                            p->grad_accum, t->world);
+                            "processes)", sn_trainer_n_items(t), t->lm ? "sequences" : "tuples",
+                            p->micro_batch, p->grad_accum, t->world);
     }
     if (!rc) {
         t->total = p->max_steps ? p->max_steps : p->epochs * t->per_epoch;
@@ -396,6 +469,12 @@ int sn_trainer_open(const struct sn_train_params *p, const char *shards, const c
 
 /* ---- the loop ------------------------------------------------------------------------------- */
 
+int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struct sn_err *err)
+{
+    return t->lm ? sn_trainer_lm_accumulate(t, st, err)
+                 : sn_trainer_reward_accumulate(t, st, err);
+}
+
 static double peak_rss_mb(void)
 {
     struct rusage ru;
@@ -480,8 +559,12 @@ static int log_step(struct sn_trainer *t, const struct sn_train_stats *st, doubl
     }
     if (bar) {
         char extra[160];
-        snprintf(extra, sizeof extra, "loss %.4f  acc %.3f  lr %.2e  tok/s %.0f", st->loss,
-                 st->accuracy, lr, st->tokens_per_s);
+        if (st->lm)
+            snprintf(extra, sizeof extra, "loss %.4f  ppl %.2f  lr %.2e  tok/s %.0f", st->loss,
+                     st->perplexity, lr, st->tokens_per_s);
+        else
+            snprintf(extra, sizeof extra, "loss %.4f  acc %.3f  lr %.2e  tok/s %.0f", st->loss,
+                     st->accuracy, lr, st->tokens_per_s);
         sn_progress_update(bar, (uint64_t)t->step, extra);
     }
     return rc;

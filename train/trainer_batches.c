@@ -279,13 +279,18 @@ void sn_rows_free(struct sn_rows *R)
 
 /* ---- the data order ------------------------------------------------------------------------- */
 
+size_t sn_trainer_n_items(const struct sn_trainer *t)
+{
+    return t->lm ? t->n_lm : t->data[SN_SPLIT_TRAIN].n;
+}
+
 /* Tuple indices (into the train set) of step s, micro-batch k of the global step (ranks take
 ** consecutive micro-batches: rank r has k in [r·A, (r+1)·A)). */
 int sn_trainer_step_tuples(struct sn_trainer *t, int64_t s, int64_t k, size_t *out,
                            struct sn_err *err)
 {
     int64_t epoch = s / t->per_epoch, pos = (s % t->per_epoch) * t->G + k * t->p.micro_batch;
-    size_t n = t->data[SN_SPLIT_TRAIN].n;
+    size_t n = sn_trainer_n_items(t);
     if (epoch != t->perm_epoch) {
         if (!t->perm)
             t->perm = sn_malloc(n * sizeof *t->perm);

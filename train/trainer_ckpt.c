@@ -157,6 +157,8 @@ static cJSON *make_settings(const struct sn_trainer *t, const char *shards_hash)
         cJSON_AddStringToObject(s, "batching", sn_batching_name(p->batching));
     if (p->length_bucketing)
         cJSON_AddBoolToObject(s, "length_bucketing", true);
+    if (t->lm)
+        cJSON_AddStringToObject(s, "objective", "lm");
     return s;
 }
 
@@ -454,6 +456,20 @@ static int save_state(struct sn_trainer *t, const char *tmp, struct sn_err *err)
     cJSON_AddStringToObject(rng, "seed", num);
     cJSON_AddNumberToObject(st, "num_tokens", (double)t->tokens_seen);
     cJSON_AddNumberToObject(st, "total_steps", (double)t->total);
+    /* what a run starting from this checkpoint must match (trainer.c check_base_checkpoint) */
+    cJSON_AddNumberToObject(st, "shards_vocab_size", (double)t->vocab);
+    cJSON_AddStringToObject(st, "tokenizer_hash", t->tok_hash);
+    cJSON_AddStringToObject(st, "objective", sn_train_objective_name(t->p.objective));
+    if (t->lm) {
+        /* the shards the lm objective read: the train split's alone (docs/train.md
+        ** "Domain-adaptive pretraining (objective lm)") */
+        cJSON *in = cJSON_AddObjectToObject(st, "inputs");
+        cJSON_AddStringToObject(in, "split", sn_split_name(SN_SPLIT_TRAIN));
+        cJSON *sh = cJSON_AddArrayToObject(in, "shards");
+        for (size_t i = 0; sh && i < t->data[SN_SPLIT_TRAIN].n_r; i++)
+            cJSON_AddItemToArray(sh, cJSON_CreateString(t->data[SN_SPLIT_TRAIN].name[i]));
+        cJSON_AddNumberToObject(in, "sequences", (double)t->n_lm);
+    }
     if (t->best_name[0]) {
         cJSON_AddStringToObject(st, "best_checkpoint", t->best_name);
         cJSON_AddStringToObject(st, "best_metric", t->p.best_metric);
@@ -720,14 +736,18 @@ cJSON *sn_trainer_stats_json(const struct sn_train_stats *s, const char *prefix,
         put_num(o, k, (v));                                                                  \
     } while (0)
     PUT("loss", s->loss);
-    PUT("loss_pref", s->loss_pref);
-    PUT("loss_align", s->loss_align);
-    PUT("accuracy", s->accuracy);
-    PUT("align_accuracy", s->align_accuracy);
-    PUT("margin", s->margin);
-    PUT("mean_reward", s->mean_reward);
-    PUT("min_reward", s->min_reward);
-    PUT("max_reward", s->max_reward);
+    if (s->lm)
+        PUT("perplexity", s->perplexity);
+    else {
+        PUT("loss_pref", s->loss_pref);
+        PUT("loss_align", s->loss_align);
+        PUT("accuracy", s->accuracy);
+        PUT("align_accuracy", s->align_accuracy);
+        PUT("margin", s->margin);
+        PUT("mean_reward", s->mean_reward);
+        PUT("min_reward", s->min_reward);
+        PUT("max_reward", s->max_reward);
+    }
     if (train) {
         PUT("num_tokens", (double)s->num_tokens);
         PUT("learning_rate", s->learning_rate);

@@ -6,6 +6,7 @@
 **   trainer_ckpt.c     settings, checkpoints and exact resume, metrics.jsonl
 **   trainer_step.c     one optimizer step's forward and backward, evaluation
 **   trainer_tb.c       TensorBoard event files (train.report_to "tensorboard")
+**   trainer_lm.c       the lm objective: the train split's sequences and its step
 **   trainer.c          the object (open in parts, free, stop request) and the loop
 ** Keys and defaults: docs/train.md; checkpoint and metrics layouts: docs/formats.md
 ** ("Training output directory"). */
@@ -45,10 +46,23 @@ struct sn_rows {
     int64_t  readout[3 * 4096]; /* packed: token of each sequence's reward */
 };
 
+/* One sequence of the lm objective: field (chosen or rejected) of train tuple `tuple`. */
+struct sn_lm_seq {
+    uint32_t tuple;
+    uint8_t  field;
+};
+
 struct sn_trainer {
     struct sn_train_params p;
+    bool               lm;                  /* train.objective "lm" (trainer_lm.c) */
+    struct sn_lm_seq  *lm_seq;              /* its sequences, identical ones once */
+    size_t             n_lm;
+    int64_t           *lm_at, *lm_tgt;      /* the tokens that predict, and what they predict */
+    int32_t           *lm_ids, *lm_mask;    /* a micro-batch's padded rows (in lm_at's block) */
+    size_t             lm_cap;
     char              *out, *shards;
     char               base_path[PATH_MAX]; /* what adapter_config.json names */
+    char               base_dir[PATH_MAX];  /* train.base a training run: its last checkpoint */
     char              *tokenizer;           /* resolved tokenizer.json path or NULL */
     char               tok_hash[65];
     struct sn_manifest *man;
@@ -103,6 +117,34 @@ int  sn_trainer_sort_by_length(struct sn_trainer *t, size_t *tu, int64_t n, bool
 /* "shard#i, ..." of n train-set tuples into buf (cut at cap), for messages. */
 void sn_trainer_tuple_ids(struct sn_trainer *t, const size_t *tuples, int64_t n, char *buf,
                           size_t cap);
+
+/* What the data order permutes: train tuples, or the lm objective's sequences. */
+size_t sn_trainer_n_items(const struct sn_trainer *t);
+
+/* ---- trainer_lm.c -------------------------------------------------------------------------- */
+
+/* The lm objective's sequences (t->lm_seq) from the train split alone: every chosen and
+** rejected sequence of at least 2 tokens, identical ones once, in tuple order. */
+int  sn_trainer_lm_open(struct sn_trainer *t, struct sn_err *err);
+/* sn_trainer_accumulate for the lm objective (its step uses trainer_step.c's reductions). */
+int  sn_trainer_lm_accumulate(struct sn_trainer *t, struct sn_train_stats *st,
+                              struct sn_err *err);
+void sn_trainer_lm_free(struct sn_trainer *t);
+
+/* ---- trainer_step.c ------------------------------------------------------------------------ */
+
+/* Reseeds the model's dropout generator for micro-batch k of the current step (on this rank):
+** sn_seed_derive(seed, "dropout", (step·grad_accum + k)·world + rank), so a resumed run draws
+** the same masks (docs/formats.md "Training output directory"). */
+int  sn_trainer_seed_dropout(struct sn_trainer *t, int64_t k, struct sn_err *err);
+/* sn_trainer_accumulate for the reward objective (trainer.c picks by objective). */
+int  sn_trainer_reward_accumulate(struct sn_trainer *t, struct sn_train_stats *st,
+                                  struct sn_err *err);
+
+/* Sums a host buffer over the ranks (in place; no-op in a world of 1). */
+int  sn_trainer_reduce_host(struct sn_trainer *t, double *buf, size_t n, struct sn_err *err);
+/* Sums every parameter's gradient over the ranks. */
+int  sn_trainer_reduce_grads(struct sn_trainer *t, struct sn_err *err);
 
 /* ---- trainer_optim.c ----------------------------------------------------------------------- */
 

@@ -53,7 +53,7 @@ int sn_trainer_setup_params(struct sn_trainer *t, struct sn_err *err)
     if (t->full) {
         struct sn_model_slot *s = NULL;
         size_t n = 0;
-        rc = sn_model_slots(t->m, true, &s, &n, err);
+        rc = sn_model_slots(t->m, sn_model_has_head(t->m), &s, &n, err);
         if (rc)
             return rc;
         t->params = sn_calloc(n + 1, sizeof *t->params);

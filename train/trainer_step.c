@@ -138,8 +138,7 @@ static int rewards_host(struct sn_tensor *r, double *out, int64_t n, struct sn_e
     return rc;
 }
 
-/* Sums a host buffer over the ranks (in place; no-op in a world of 1). */
-static int reduce_host(struct sn_trainer *t, double *buf, size_t n, struct sn_err *err)
+int sn_trainer_reduce_host(struct sn_trainer *t, double *buf, size_t n, struct sn_err *err)
 {
     if (t->world <= 1)
         return SN_OK;
@@ -154,9 +153,9 @@ static int reduce_host(struct sn_trainer *t, double *buf, size_t n, struct sn_er
     return rc;
 }
 
-/* Sums every parameter's gradient over the ranks: each rank's gradient is already weighted
-** by its share of the global step, so the sum is the global gradient. */
-static int reduce_grads(struct sn_trainer *t, struct sn_err *err)
+/* Each rank's gradient is already weighted by its share of the global step, so the sum is the
+** global gradient. */
+int sn_trainer_reduce_grads(struct sn_trainer *t, struct sn_err *err)
 {
     if (t->world <= 1)
         return SN_OK;
@@ -206,15 +205,20 @@ static int step_plan(struct sn_trainer *t, size_t *tu, bool with_ref, int64_t *n
     return rc;
 }
 
+int sn_trainer_seed_dropout(struct sn_trainer *t, int64_t k, struct sn_err *err)
+{
+    uint64_t stream = (uint64_t)((t->step * t->p.grad_accum + k) * t->world + t->rank);
+    return sn_aten_gen_seed(t->m->gen, sn_seed_derive(t->p.seed, "dropout", stream), err);
+}
+
 /* Micro-batch k of the step on the rows already built: the dropout stream reseeded, forward,
 ** the loss weighted by the micro-batch's share of the step, backward; its rewards (2b + k,
 ** [chosen; rejected; reference]) into rbuf. */
 static int micro_step(struct sn_trainer *t, int64_t k, int64_t n_ref, double *rbuf,
                       struct sn_err *err)
 {
-    int64_t mb = t->p.micro_batch, A = t->p.grad_accum, G = t->G;
-    uint64_t stream = (uint64_t)((t->step * A + k) * t->world + t->rank);
-    int rc = sn_aten_gen_seed(t->m->gen, sn_seed_derive(t->p.seed, "dropout", stream), err);
+    int64_t mb = t->p.micro_batch, G = t->G;
+    int rc = sn_trainer_seed_dropout(t, k, err);
     struct sn_tensor *r = NULL;
     if (!rc)
         rc = forward_rows(t, &r, err);
@@ -231,7 +235,8 @@ static int micro_step(struct sn_trainer *t, int64_t k, int64_t n_ref, double *rb
     return rc;
 }
 
-int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struct sn_err *err)
+int sn_trainer_reward_accumulate(struct sn_trainer *t, struct sn_train_stats *st,
+                                 struct sn_err *err)
 {
     /* G tuples per step over all ranks; this rank takes the contiguous chunk
     ** [rank·mb·A, (rank+1)·mb·A) of them in A micro-batches of mb. */
@@ -282,9 +287,9 @@ int sn_trainer_accumulate(struct sn_trainer *t, struct sn_train_stats *st, struc
     /* every rank takes part in the collectives even after a local failure would be better;
     ** a failing rank returns here and the others time out (aten's store timeout) */
     if (!rc)
-        rc = reduce_host(t, buf, nbuf, err);
+        rc = sn_trainer_reduce_host(t, buf, nbuf, err);
     if (!rc)
-        rc = reduce_grads(t, err);
+        rc = sn_trainer_reduce_grads(t, err);
     for (int64_t i = 0; i < G; i++)
         hr[i] = hrd[i] > 0.5;
     if (!rc)
