@@ -11,8 +11,9 @@
 ** n-gram one in eval/detect_ngram.c;
 ** the runtime detector plugs in through the same struct.
 **
-** Memory: the accumulator keeps, per debate, a few counts per round and one (score, label) pair
-** per scored message (for AUROC and its cluster bootstrap). One sn_detect, one thread. */
+** Memory: the accumulator keeps, per debate, a few counts per round and one (score, label,
+** message type) triple per scored message (for AUROC, by message type too, and its cluster
+** bootstrap). One sn_detect, one thread. */
 #ifndef SN_EVAL_DETECT_H
 #define SN_EVAL_DETECT_H
 #include "common/common.h"
