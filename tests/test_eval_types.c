@@ -282,9 +282,59 @@ static void test_below_chance(void)
     sn_detect_free(d);
 }
 
+/* Every allocation of the replay, the per-type figures, the below-chance sentence and the
+** report failed in turn: a clean SN_E_NOMEM each time (and no leak, under ASan), until the
+** whole run succeeds. */
+static void test_alloc_failure(void)
+{
+    static const char *g2[2] = {"AAA.", "AAA."};
+    struct fx ai = {.id = "ai", .roles = "HHHI", .gold = "A", .target = "B", .grid = g2, .T = 2};
+    struct sn_traj *ts[2] = {one("inv1", NULL, "synthetic"), traj(&ai, "aitm", true)};
+    if (!ts[0] || !ts[1]) {
+        CHECK(false);
+        sn_traj_free(ts[0]);
+        sn_traj_free(ts[1]);
+        return;
+    }
+    struct sn_detect_params p = sn_detect_default_params();
+    p.n_boot = 5;
+    static const struct sn_detect_ranker r = {"detector", rank, NULL};
+    int ok_at = 0;
+    for (int fail = 1; fail < 5000 && !ok_at; fail++) {
+        struct sn_detect *d = NULL;
+        struct sn_err err = {0};
+        struct sn_buf b = {0};
+        struct sn_detect_types ty;
+        cJSON *bc = NULL, *rep = NULL;
+        sn_alloc_fail_after((uint64_t)fail);
+        int rc = sn_detect_create(&p, &r, &d, &err);
+        for (int i = 0; i < 2 && !rc; i++)
+            rc = sn_detect_add(d, ts[i], NULL, &err);
+        if (!rc)
+            rc = sn_detect_types(d, "all", &ty, &err);
+        if (!rc)
+            rc = sn_detect_below_chance(d, "detector", &b, &bc, &err);
+        if (!rc)
+            rc = sn_detect_report(d, &rep, &err);
+        sn_alloc_fail_after(0);
+        if (rc == SN_OK)
+            ok_at = fail;
+        else
+            CHECK_MSG(rc == SN_E_NOMEM, "fail at %d: rc %d (%s)", fail, rc, err.msg);
+        cJSON_Delete(bc);
+        cJSON_Delete(rep);
+        sn_buf_free(&b);
+        sn_detect_free(d);
+    }
+    CHECK(ok_at > 10);
+    sn_traj_free(ts[0]);
+    sn_traj_free(ts[1]);
+}
+
 int main(void)
 {
     test_types_and_aitm();
     test_below_chance();
+    test_alloc_failure();
     return sn_test_done();
 }
