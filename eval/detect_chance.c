@@ -27,8 +27,7 @@ static void row_name(size_t row, char *buf, size_t n)
 
 /* A crossed group scenario=<s>,dataset=<d> holding every debate of scenario=<s> repeats it:
 ** true then (the crossed group is a subset, so equal debate counts mean equal sets). */
-static int repeats_scenario(struct sn_detect *d, const char *group, bool *same,
-                            struct sn_err *err)
+static int repeats_scenario(struct sn_detect *d, const char *group, bool *same, struct sn_err *err)
 {
     *same = false;
     const char *comma = strchr(group, ',');
@@ -97,9 +96,10 @@ int sn_detect_below_chance(struct sn_detect *d, const char *name, struct sn_buf 
                     }
                 }
                 bool ok = o && r && rows &&
-                          cJSON_AddStringToObject(o, "row", row == SN_DETECT_POOLED ? "pooled"
-                                                            : row == SN_DETECT_LAST ? "last_round"
-                                                                                    : "round");
+                          cJSON_AddStringToObject(o, "row",
+                                                  row == SN_DETECT_POOLED ? "pooled"
+                                                  : row == SN_DETECT_LAST ? "last_round"
+                                                                          : "round");
                 if (ok && row < R)
                     ok = cJSON_AddNumberToObject(o, "round", (double)row) != NULL;
                 if (ok && cJSON_AddItemToObject(o, "auroc", r))
@@ -125,15 +125,21 @@ int sn_detect_below_chance(struct sn_detect *d, const char *name, struct sn_buf 
     if (!rc) {
         size_t at = sentence->len;
         if (n_found)
-            rc = sn_buf_printf(sentence, err, "%s worse than chance (AUROC interval entirely "
-                               "below 0.5): %s", name, body.data);
+            rc = sn_buf_printf(sentence, err,
+                               "%s worse than chance (AUROC interval entirely "
+                               "below 0.5): %s",
+                               name, body.data);
         else if (intervals)
-            rc = sn_buf_printf(sentence, err, "no group where the %s's AUROC interval lies "
-                               "below 0.5", name);
+            rc = sn_buf_printf(sentence, err,
+                               "no group where the %s's AUROC interval lies "
+                               "below 0.5",
+                               name);
         else
-            rc = sn_buf_printf(sentence, err, "no AUROC interval of the %s to compare with 0.5 "
+            rc = sn_buf_printf(sentence, err,
+                               "no AUROC interval of the %s to compare with 0.5 "
                                "(no bootstrap resamples, or no group with both honest and "
-                               "adversarial messages)", name);
+                               "adversarial messages)",
+                               name);
         if (!rc && root &&
             (!cJSON_AddStringToObject(root, "sentence", sentence->data + at) ||
              !cJSON_AddBoolToObject(root, "intervals", intervals)))

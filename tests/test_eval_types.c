@@ -126,8 +126,8 @@ static void test_types_and_aitm(void)
     struct sn_detect_types ty;
     CHECK_MSG(sn_detect_types(d, "scenario=collaboration", &ty, &err) == SN_OK, "%s", err.msg);
     CHECK(ty.n[SN_MSG_HONEST_CORRECT] == 6 && ty.n[SN_MSG_HONEST_WRONG] == 2 &&
-          ty.n[SN_MSG_MISLED] == 4 && ty.n[SN_MSG_ADVERSARY] == 6 &&
-          ty.n[SN_MSG_TAMPERED] == 0 && ty.n[SN_MSG_HONEST_UNPARSED] == 0);
+          ty.n[SN_MSG_MISLED] == 4 && ty.n[SN_MSG_ADVERSARY] == 6 && ty.n[SN_MSG_TAMPERED] == 0 &&
+          ty.n[SN_MSG_HONEST_UNPARSED] == 0);
     check_pair(&ty, "honest_correct_above_adversary", 0.75);
     check_pair(&ty, "honest_correct_above_honest_wrong", 1.0);
     check_pair(&ty, "honest_correct_above_misled", 20.0 / 24.0);
@@ -167,21 +167,21 @@ static void test_types_and_aitm(void)
     /* the JSON: message_types per group, the share per row */
     cJSON *j = NULL;
     CHECK_MSG(sn_detect_report(d, &j, &err) == SN_OK, "%s", err.msg);
-    const cJSON *grp = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "groups"),
-                                           "scenario=collaboration");
+    const cJSON *grp =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(j, "groups"), "scenario=collaboration");
     const cJSON *mt = cJSON_GetObjectItem(grp, "message_types");
     CHECK(cJSON_IsString(cJSON_GetObjectItem(mt, "row")) &&
           !strcmp(cJSON_GetObjectItem(mt, "row")->valuestring, "pooled"));
     CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(mt, "n"), "misled")->valuedouble == 4);
-    const cJSON *ma = cJSON_GetObjectItem(cJSON_GetObjectItem(mt, "auroc"),
-                                          "misled_above_adversary");
+    const cJSON *ma =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(mt, "auroc"), "misled_above_adversary");
     CHECK(ma && fabs(cJSON_GetObjectItem(ma, "p")->valuedouble - 0.25) < 1e-12);
-    CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(mt, "auroc"),
-                                                               "honest_correct_above_tampered"),
-                                           "p")));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(mt, "auroc"), "honest_correct_above_tampered"),
+        "p")));
     const cJSON *ag = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "groups"), "scenario=aitm");
-    const cJSON *tl = cJSON_GetObjectItem(cJSON_GetObjectItem(ag, "pooled"),
-                                          "aitm_tampered_lowest");
+    const cJSON *tl =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(ag, "pooled"), "aitm_tampered_lowest");
     CHECK(tl && cJSON_GetObjectItem(tl, "k")->valuedouble == 2 &&
           cJSON_GetObjectItem(tl, "n")->valuedouble == 3);
     cJSON_Delete(j);
@@ -192,7 +192,12 @@ static void test_types_and_aitm(void)
 static struct sn_traj *one(const char *id, const char *scenario, const char *dataset)
 {
     static const char *g[1] = {"AAB"};
-    struct fx f = {.id = id, .roles = "HHA", .gold = "A", .target = "B", .grid = g, .T = 1,
+    struct fx f = {.id = id,
+                   .roles = "HHA",
+                   .gold = "A",
+                   .target = "B",
+                   .grid = g,
+                   .T = 1,
                    .dataset = dataset};
     return traj(&f, scenario, false);
 }
@@ -240,10 +245,8 @@ static void test_below_chance(void)
     CHECK(!strcmp(cJSON_GetObjectItem(g, "group")->valuestring, "scenario=collaboration"));
     const cJSON *rows = cJSON_GetObjectItem(g, "rows");
     CHECK(cJSON_GetArraySize(rows) == 3);
-    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "row")->valuestring,
-                  "pooled"));
-    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 2), "row")->valuestring,
-                  "round"));
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "row")->valuestring, "pooled"));
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 2), "row")->valuestring, "round"));
     CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 2), "round")->valuedouble == 0);
     CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "auroc"), "hi")
               ->valuedouble == 0);
