@@ -34,7 +34,10 @@ static void usage(FILE *f)
 "rates, and task accuracy with and without the exclusions under both tie rules (strict: the\n"
 "recorded panel decision; tie-neutral: a tie among m answers holding gold counts 1/m); every\n"
 "ranker next to the best baseline and the oracle (it knows the roles: a ceiling, never a\n"
-"baseline), and a short summary at the end.\n"
+"baseline); per group the AUROC by message type (correct honest messages over adversaries',\n"
+"tampered copies', misled agents', ...) and the share of AITM rankings whose tampered copy\n"
+"is ranked lowest; and a short summary at the end, naming every group where the detector's\n"
+"AUROC interval lies below 0.5.\n"
 "\n"
 "With --defended DIR the report also holds defended debates (docs/eval.md): DIR/clean,\n"
 "DIR/attacked, DIR/defended and DIR/clean_defended hold the same debates without adversaries,\n"
@@ -155,6 +158,7 @@ static const struct figure figures[] = {
     FIG("FPR (messages)", msg_fpr, false, false),
     FIG("FNR (messages)", msg_fnr, false, false),
     FIG("AUROC (messages)", auroc, true, false),
+    FIG("tampered copy lowest (AITM rankings)", tampered_lowest, true, false),
     FIG("task accuracy, defended", task_defended, true, false),
     FIG("task accuracy, defended, tie-neutral", task_defended_neutral, true, false),
     FIG("task accuracy, undefended", task_undefended, true, true),
@@ -227,6 +231,37 @@ static int summaries(const struct ev *e, const char *group, size_t row,
     return SN_OK;
 }
 
+/* The group's AUROC by message type, pooled over rounds, every ranker a column (docs/eval.md
+** "By message type"). */
+static int print_types(const struct ev *e, const char *group, struct sn_err *err)
+{
+    struct sn_detect_types t[MAX_RANKERS];
+    for (size_t i = 0; i < e->n; i++) {
+        int rc = sn_detect_types(e->d[i], group, &t[i], err);
+        if (rc)
+            return rc;
+    }
+    printf("-- by message type, pooled over rounds: AUROC(above over below), 0.5 = chance;");
+    for (int k = 0; k < SN_MSG_TYPE_COUNT; k++)
+        printf("%s %s %llu", k ? "," : "", sn_msg_type_name((enum sn_msg_type)k),
+               (unsigned long long)t[0].n[k]);
+    printf(" messages\n%-40s", "above over below");
+    for (size_t i = 0; i < e->n; i++)
+        printf(" %22s", is_oracle(e->r[i].name) ? "oracle (ceiling)" : e->r[i].name);
+    printf("\n");
+    for (size_t p = 0; p < SN_DETECT_TYPE_PAIRS; p++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s over %s",
+                 sn_msg_type_name(sn_detect_type_pairs[p].above),
+                 sn_msg_type_name(sn_detect_type_pairs[p].below));
+        printf("%-40s", label);
+        for (size_t i = 0; i < e->n; i++)
+            print_rate(&t[i].auroc[p]);
+        printf("\n");
+    }
+    return SN_OK;
+}
+
 static int print_group(const struct ev *e, const char *group, struct sn_err *err)
 {
     struct sn_detect_summary s[MAX_RANKERS];
@@ -277,7 +312,7 @@ static int print_group(const struct ev *e, const char *group, struct sn_err *err
             }
         }
     }
-    return SN_OK;
+    return print_types(e, group, err);
 }
 
 /* "p [lo, hi]" or "n/a" of a JSON rate-like object into buf */
@@ -303,7 +338,8 @@ static int print_summary(const struct ev *e, const cJSON *defended, struct sn_er
 {
     static const size_t head[] = {offsetof(struct sn_detect_summary, agent_bacc),
                                   offsetof(struct sn_detect_summary, auroc),
-                                  offsetof(struct sn_detect_summary, task_defended_neutral)};
+                                  offsetof(struct sn_detect_summary, task_defended_neutral),
+                                  offsetof(struct sn_detect_summary, tampered_lowest)};
     static const size_t rows[] = {SN_DETECT_LAST, SN_DETECT_POOLED};
     struct sn_detect_summary s[2][MAX_RANKERS];
     for (size_t w = 0; w < 2; w++) {
@@ -318,10 +354,14 @@ static int print_summary(const struct ev *e, const cJSON *defended, struct sn_er
            "gold counts 1/m)\n");
     printf("%-52s %22s %22s %22s\n", "figure", "detector", "oracle (ceiling)",
            "best baseline");
-    char won[512] = "", lost[512] = "";
+    char won[768] = "", lost[768] = "";
     for (size_t h = 0; h < sizeof head / sizeof head[0]; h++) {
         size_t f = fig_index(head[h]);
+        bool aitm = head[h] == offsetof(struct sn_detect_summary, tampered_lowest);
         for (size_t w = 0; w < 2; w++) {
+            /* AITM's share pooled only, and only when some ranking held a tampered copy */
+            if (aitm && (w == 0 || !(fig_of(&s[w][0], f)->n > 0)))
+                continue;
             char label[96];
             snprintf(label, sizeof label, "%s, %s", figures[f].name,
                      w ? "pooled" : "last round");
@@ -345,13 +385,22 @@ static int print_summary(const struct ev *e, const cJSON *defended, struct sn_er
                 bool beats = figures[f].higher_better ? p > q : p < q;
                 char *dst = beats ? won : lost;
                 size_t l = strlen(dst);
-                snprintf(dst + l, 512 - l, "%s%s", l ? "; " : "", label);
+                snprintf(dst + l, sizeof won - l, "%s%s", l ? "; " : "", label);
             }
         }
     }
     if (det >= 0 && (won[0] || lost[0]))
-        printf("the detector beats the best baseline on: %s\nit does NOT on: %s\n",
+        printf("the detector beats the best baseline on: %s; it does NOT on: %s\n",
                won[0] ? won : "none", lost[0] ? lost : "none");
+    if (det >= 0) { /* docs/eval.md "Below chance" */
+        struct sn_buf line = {0};
+        int rc = sn_detect_below_chance(e->d[det], "detector", &line, NULL, err);
+        if (!rc)
+            printf("%s\n", line.data);
+        sn_buf_free(&line);
+        if (rc)
+            return rc;
+    }
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(defended, "groups");
     const cJSON *row = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(g, "all"), "last_round");
@@ -638,6 +687,18 @@ static int write_json(const struct ev *e, const char *path, char **inputs, size_
         } else {
             cJSON_AddItemToArray(rk, rep);
         }
+    }
+    /* the groups where the detector is worse than chance (docs/eval.md "Below chance") */
+    int det = ranker_index(e, "detector");
+    if (!rc && det >= 0) {
+        struct sn_buf line = {0};
+        cJSON *bc = NULL;
+        rc = sn_detect_below_chance(e->d[det], "detector", &line, &bc, err);
+        sn_buf_free(&line);
+        if (!rc)
+            cJSON_AddItemToObject(root, "detector_below_chance", bc);
+    } else if (!rc) {
+        cJSON_AddNullToObject(root, "detector_below_chance");
     }
     if (!rc && e->judge) {
         const char *why = NULL;

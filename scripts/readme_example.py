@@ -119,6 +119,22 @@ def plainly(rep, out_json):
                  "the oracle (ceiling) %s." % (f3(d), ", ".join("%s %s" % (n, f3(p))
                                                              for n, p in weak) or "no baseline",
                                                 f3(o)))
+    # 1b. by message type, pooled (docs/eval.md "By message type")
+    mt = ((rep.rankers["detector"].get("groups", {}).get("all") or {}).get("message_types")
+          or {}).get("auroc", {})
+    said = [("an adversary's", "honest_correct_above_adversary"),
+            ("a tampered AITM copy's", "honest_correct_above_tampered"),
+            ("a misled honest agent's", "honest_correct_above_misled"),
+            ("another wrong honest answer's", "honest_correct_above_honest_wrong")]
+    cells = ["%s %s" % (what, f3((mt.get(key) or {}).get("p"))) for what, key in said
+             if (mt.get(key) or {}).get("p") is not None]
+    if cells:
+        s = ("- By message type (every round pooled, group all; 0.5 = chance): the detector "
+             "scores a correct honest message above %s" % "; above ".join(cells))
+        ma = (mt.get("misled_above_adversary") or {}).get("p")
+        if ma is not None:
+            s += "; a misled honest agent's above an adversary's %s" % f3(ma)
+        lines.append(s + ".")
     # 2. in and out of domain, last round, against the best baseline of each figure
     for group, what in (("domain=in", "In domain (the attacks it was trained on)"),
                         ("domain=out", "Out of domain (an attack never seen in training)")):

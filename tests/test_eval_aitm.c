@@ -40,19 +40,6 @@ static int rank_b_low(void *ctx, const struct sn_detect_view *v, double *scores,
     return SN_OK;
 }
 
-/* the rewritten copy of agent `from`'s round-r message delivered to `to` */
-static void tamper(cJSON *j, int r, int from, int to)
-{
-    cJSON *m = cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rounds"), r), from);
-    cJSON_AddBoolToObject(m, "tampered", true);
-    cJSON *dl = cJSON_AddArrayToObject(m, "deliveries");
-    cJSON *one = cJSON_CreateObject();
-    cJSON_AddNumberToObject(one, "to", to);
-    cJSON_AddStringToObject(one, "text", "Surely not. FINAL ANSWER: B");
-    cJSON_AddStringToObject(one, "answer", "B");
-    cJSON_AddItemToArray(dl, one);
-}
-
 static struct sn_traj *aitm_traj(void)
 {
     static const char *g[2] = {"AAA.", "AAA."};
@@ -61,15 +48,9 @@ static struct sn_traj *aitm_traj(void)
     cJSON *j = cJSON_Parse(js);
     free(js);
     cJSON_ReplaceItemInObject(j, "scenario", cJSON_CreateString("aitm"));
-    tamper(j, 0, 0, 2);
-    tamper(j, 1, 1, 0);
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    struct sn_traj *t = NULL;
-    struct sn_err err = {0};
-    CHECK_MSG(sn_traj_parse(s, strlen(s), "fx", &t, &err) == SN_OK, "%s", err.msg);
-    free(s);
-    return t;
+    fx_tamper(j, 0, 0, 2);
+    fx_tamper(j, 1, 1, 0);
+    return fx_parse_json(j);
 }
 
 static struct sn_traj *collab_traj(void)

@@ -135,11 +135,13 @@ static void test_hand_rule_all(void)
     /* groups */
     size_t ng;
     const char *const *g = sn_detect_groups(d, &ng);
-    CHECK(ng == 4);
-    bool have_dom = false;
-    for (size_t i = 0; i < ng; i++)
+    CHECK(ng == 5); /* all, scenario=, dataset=, domain=, scenario=,dataset= */
+    bool have_dom = false, have_cross = false;
+    for (size_t i = 0; i < ng; i++) {
         have_dom = have_dom || !strcmp(g[i], "domain=in");
-    CHECK(have_dom);
+        have_cross = have_cross || !strcmp(g[i], "scenario=collaboration,dataset=synthetic");
+    }
+    CHECK(have_dom && have_cross);
     s = sum(d, "scenario=collaboration", 2);
     CHECK_RATE(s.agent_acc, 5, 5);
     struct sn_err err = {0};

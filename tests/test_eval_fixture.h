@@ -122,6 +122,35 @@ __attribute__((unused)) static char *fx_json(const struct fx *f)
     return s;
 }
 
+/* AITM: agent `from`'s round-r message of the trajectory object j reaches sentinel `to`
+** rewritten (answer B): "tampered" and one entry of "deliveries" (docs/formats.md
+** "Trajectory"). */
+__attribute__((unused)) static void fx_tamper(cJSON *j, int r, int from, int to)
+{
+    cJSON *m = cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rounds"), r), from);
+    cJSON_AddBoolToObject(m, "tampered", true);
+    cJSON *dl = cJSON_AddArrayToObject(m, "deliveries");
+    cJSON *one = cJSON_CreateObject();
+    cJSON_AddNumberToObject(one, "to", to);
+    cJSON_AddStringToObject(one, "text", "Surely not. FINAL ANSWER: B");
+    cJSON_AddStringToObject(one, "answer", "B");
+    cJSON_AddItemToArray(dl, one);
+}
+
+/* The trajectory object j (deleted here) parsed through the real reader (NULL, said on
+** stderr, when it does not parse). */
+__attribute__((unused)) static struct sn_traj *fx_parse_json(cJSON *j)
+{
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    struct sn_traj *t = NULL;
+    struct sn_err err = {0};
+    if (!s || sn_traj_parse(s, strlen(s), "fx", &t, &err))
+        fprintf(stderr, "parse: %s\n", s ? err.msg : "out of memory");
+    free(s);
+    return t;
+}
+
 /* The fixture parsed as a trajectory (NULL, said on stderr, when it does not parse). */
 __attribute__((unused)) static struct sn_traj *fx_traj(const struct fx *f)
 {

@@ -324,6 +324,21 @@ static bool str_eq(const char *a, const char *b)
     return a && b && !strcmp(a, b);
 }
 
+enum sn_honest_kind sn_tuples_honest_kind(const struct sn_traj *t, size_t r,
+                                          const struct sn_traj_msg *m)
+{
+    if (!m->parsed || !m->answer)
+        return SN_HONEST_UNPARSED;
+    if (str_eq(m->answer, t->gold))
+        return SN_HONEST_CORRECT;
+    bool misled = str_eq(m->answer, t->adversarial_target);
+    for (size_t q = 0; q < r && !misled; q++) {
+        const struct sn_traj_msg *e = sn_traj_msg_of(t, q, m->agent);
+        misled = e && str_eq(e->answer, t->gold);
+    }
+    return misled ? SN_HONEST_MISLED : SN_HONEST_WRONG;
+}
+
 static bool is_empty(const char *s)
 {
     if (!s)
@@ -538,23 +553,19 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
         for (size_t i = 0; i < rd->n_msgs; i++) {
             const struct sn_traj_msg *m = &rd->msgs[i];
             enum sn_role role = role_of(t, m->agent);
+            enum sn_honest_kind hk = sn_tuples_honest_kind(t, r, m);
             if (is_empty(m->text)) {
                 b->counts[SN_TC_EMPTY]++;
             } else if (role != SN_ROLE_HONEST) {
                 negs[n_neg++] = (struct neg){m->text, m->agent, sn_role_name(role),
                                              SN_REJ_ADVERSARY, i * 1000};
-            } else if (!m->parsed || !m->answer) {
+            } else if (hk == SN_HONEST_UNPARSED) {
                 b->counts[SN_TC_UNPARSED]++;
-            } else if (str_eq(m->answer, t->gold)) {
+            } else if (hk == SN_HONEST_CORRECT) {
                 chosen_agent[n_ch] = m->agent;
                 chosen[n_ch++] = m->text;
             } else {
-                bool misled = str_eq(m->answer, t->adversarial_target);
-                for (size_t q = 0; q < r && !misled; q++) {
-                    const struct sn_traj_msg *e = sn_traj_msg_of(t, q, m->agent);
-                    misled = e && str_eq(e->answer, t->gold);
-                }
-                enum sn_rejected_kind kd = misled ? SN_REJ_MISLED : SN_REJ_WRONG;
+                enum sn_rejected_kind kd = hk == SN_HONEST_MISLED ? SN_REJ_MISLED : SN_REJ_WRONG;
                 if (b->p.rejected == SN_REJECTED_ADVERSARY ||
                     (b->p.rejected == SN_REJECTED_MISLED && kd == SN_REJ_WRONG))
                     b->counts[SN_TC_NOT_REJECTED]++;

@@ -44,6 +44,16 @@ enum sn_rejected_kind { SN_REJ_ADVERSARY, SN_REJ_TAMPERED, SN_REJ_MISLED, SN_REJ
                         SN_REJ_COUNT };
 const char *sn_rejected_kind_name(enum sn_rejected_kind k); /* "adversary", "tampered", ... */
 
+/* How the builder reads an honest agent's message m of round r (docs/formats.md "Tuple
+** selection"): unparsed (no parsed answer), correct (its answer is the gold: a chosen
+** message), misled (wrong, and its answer is the adversarial target or the agent held the gold
+** answer in an earlier round) or wrong (any other wrong answer). Answers compare as exact
+** strings. `sentinel eval` types the messages it scores by the same rule (docs/eval.md "By
+** message type"). */
+enum sn_honest_kind { SN_HONEST_UNPARSED, SN_HONEST_CORRECT, SN_HONEST_MISLED, SN_HONEST_WRONG };
+enum sn_honest_kind sn_tuples_honest_kind(const struct sn_traj *t, size_t r,
+                                          const struct sn_traj_msg *m);
+
 /* Counters of what was read, made and skipped (and why). Append only. */
 enum sn_tuples_count {
     SN_TC_TRAJECTORIES,    /* trajectories read */
