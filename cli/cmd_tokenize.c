@@ -2,7 +2,8 @@
 ** stdin lines -> one line of space-separated ids per input line, or back with --decode.
 ** --json: texts are JSON strings, one per line, so newlines inside a text survive.
 ** --threads N: each batch of lines is cut into N contiguous runs encoded in parallel; output
-** order is input order. An error names the input line (stdin:LINE). */
+** order is input order. An error names the input line (stdin:LINE).
+** `sentinel tokenize train ...` is cli/cmd_tokenize_train.c. */
 #include "cli/cli.h"
 #include "export/export.h"
 #include "tokenizer/tokenizer.h"

@@ -313,10 +313,11 @@ int sn_cmd_tokenize_train(int argc, char **argv)
     double t2 = sn_now();
     fprintf(stderr, "sentinel tokenize train: wrote %s: %zu ids (%zu learned, %zu merges), "
             "%.2f MB of text in %" PRIu64 " texts of %zu files, %" PRIu64 " pre-tokens (%zu "
-            "distinct); read %.2f s, trained %.2f s (%.2f MB/s)\n", out, rep.vocab_size,
-            rep.vocab_size - 256 - (tp.specials ? tp.n_specials : 3), rep.n_merges,
-            (double)rep.bytes / 1e6, r.texts, n_paths, rep.n_pretokens, rep.n_words, t1 - t0,
-            t2 - t1, t2 > t0 ? (double)rep.bytes / 1e6 / (t2 - t0) : 0.0);
+            "distinct); read %.2f s, trained and wrote %.2f s, in all %.2f s = %.2f MB/s\n",
+            out, rep.vocab_size, rep.vocab_size - 256 - (tp.specials ? tp.n_specials : 3),
+            rep.n_merges, (double)rep.bytes / 1e6, r.texts, n_paths, rep.n_pretokens,
+            rep.n_words, t1 - t0, t2 - t1, t2 - t0,
+            t2 > t0 ? (double)rep.bytes / 1e6 / (t2 - t0) : 0.0);
     if (rep.ran_out)
         fprintf(stderr, "sentinel tokenize train: stopped before --vocab-size %zu: no pair "
                 "occurs %" PRIu64 " times or more (--min-frequency)\n", tp.vocab_size,

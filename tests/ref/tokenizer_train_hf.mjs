@@ -8,11 +8,11 @@
 import { createRequire } from "node:module";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { corpus } from "./tokenizer_corpus.mjs";
 
 const [npmDir, bin, tokJson, nArg, seedArg] = process.argv.slice(2);
-const req = createRequire(join(npmDir, "package.json"));
+const req = createRequire(join(resolve(npmDir), "package.json"));
 const refs = [["tokenizers", req("tokenizers").Tokenizer],
               ["@anush008/tokenizers", req("@anush008/tokenizers").Tokenizer]];
 
