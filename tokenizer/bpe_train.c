@@ -682,17 +682,7 @@ static cJSON *bytelevel_string(const char *b, size_t n)
     char small[256], *s = n <= (sizeof small - 1) / 2 ? small : sn_malloc(2 * n + 1);
     if (!s)
         return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t cp = sn_bytelevel_cp((uint8_t)b[i]);
-        if (cp < 0x80) {
-            s[o++] = (char)cp;
-        } else {
-            s[o++] = (char)(0xC0 | cp >> 6);
-            s[o++] = (char)(0x80 | (cp & 0x3F));
-        }
-    }
-    s[o] = 0;
+    sn_bytelevel_write((const uint8_t *)b, n, s);
     cJSON *j = cJSON_CreateString(s);
     if (s != small)
         sn_free(s);

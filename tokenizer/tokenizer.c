@@ -966,21 +966,10 @@ void sn_tokenizer_arrays_free(struct sn_tokenizer_arrays *a)
 /* Token id's bytes in the ByteLevel alphabet (tokenizer_internal.h), a new string. */
 static char *bytelevel_encode(const struct sn_tokenizer *tok, int32_t id)
 {
-    const uint8_t *b = (const uint8_t *)tok->arena + tok->tok_off[id];
-    size_t n = tok->tok_len[id], o = 0;
-    char *s = sn_malloc(2 * n + 1);    /* every ByteLevel code point is below U+0800 */
-    if (!s)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t cp = sn_bytelevel_cp(b[i]);
-        if (cp < 0x80) {
-            s[o++] = (char)cp;
-        } else {
-            s[o++] = (char)(0xC0 | cp >> 6);
-            s[o++] = (char)(0x80 | (cp & 0x3F));
-        }
-    }
-    s[o] = 0;
+    size_t n = tok->tok_len[id];
+    char *s = sn_malloc(2 * n + 1);
+    if (s)
+        sn_bytelevel_write((const uint8_t *)tok->arena + tok->tok_off[id], n, s);
     return s;
 }
 

@@ -18,6 +18,9 @@
 
 /* Code point that byte b is written as. */
 uint32_t sn_bytelevel_cp(uint8_t b);
+/* Writes b[0..n) in the alphabet, UTF-8, NUL-terminated, into dst (room for 2 n + 1 bytes:
+** every code point of the alphabet is below U+0800); returns the length. */
+size_t sn_bytelevel_write(const uint8_t *b, size_t n, char *dst);
 /* Byte that code point cp stands for, or -1 when cp is not in the alphabet. */
 int sn_bytelevel_byte(uint32_t cp);
 

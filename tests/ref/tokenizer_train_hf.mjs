@@ -6,10 +6,10 @@
 // digits, ChatML tokens inline, text not in NFC, long words), encoded without special tokens
 // added. Also checks the vocabulary size and the special tokens' ids.
 import { createRequire } from "node:module";
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { corpus } from "./tokenizer_corpus.mjs";
+import { sentinelIds } from "./tokenizer_sentinel.mjs";
 
 const [npmDir, bin, tokJson, nArg, seedArg] = process.argv.slice(2);
 const req = createRequire(join(resolve(npmDir), "package.json"));
@@ -17,15 +17,7 @@ const refs = [["tokenizers", req("tokenizers").Tokenizer],
               ["@anush008/tokenizers", req("@anush008/tokenizers").Tokenizer]];
 
 const texts = corpus(parseInt(nArg, 10), parseInt(seedArg, 10));
-const run = spawnSync(bin, ["tokenize", "--tokenizer", tokJson, "--json"],
-                      { input: texts.map((s) => JSON.stringify(s)).join("\n") + "\n",
-                        maxBuffer: 1 << 30, encoding: "utf8" });
-if (run.status !== 0) {
-  console.error(`FAIL: sentinel tokenize exited ${run.status}: ${run.stderr}`);
-  process.exit(1);
-}
-const oursLines = run.stdout.split("\n");
-const ours = texts.map((_, i) => (oursLines[i] === "" ? [] : oursLines[i].split(" ").map(Number)));
+const ours = sentinelIds(bin, tokJson, texts);
 const json = JSON.parse(readFileSync(tokJson, "utf8"));
 const nIds = Object.keys(json.model.vocab).length + json.added_tokens.length;
 

