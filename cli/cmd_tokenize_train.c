@@ -66,6 +66,13 @@ struct reading {
     uint64_t files, texts, bytes;
 };
 
+static void reading_progress(struct reading *r)
+{
+    char extra[96];
+    snprintf(extra, sizeof extra, "texts %" PRIu64 "  %.1f MB", r->texts, (double)r->bytes / 1e6);
+    sn_progress_update(r->bar, r->files, extra);
+}
+
 /* Adds one text; an error is prefixed with where it came from. */
 static int add_text(struct reading *r, const char *s, size_t n, const char *where,
                     struct sn_err *err)
@@ -73,6 +80,8 @@ static int add_text(struct reading *r, const char *s, size_t n, const char *wher
     struct sn_err e = {0};
     r->texts++;
     r->bytes += n;
+    if (r->texts % 1024 == 0) /* a large file shows its progress too (the bar rate-limits) */
+        reading_progress(r);
     if (!s || !n)
         return SN_OK;
     if (sn_bpe_trainer_add(r->t, s, n, &e))
@@ -285,9 +294,8 @@ int sn_cmd_tokenize_train(int argc, char **argv)
     for (size_t i = 0; !rc && i < n_paths; i++) {
         rc = is_trajectory_file(paths[i]) ? read_trajectories(&r, paths[i], &err)
                                           : read_text_file(&r, paths[i], &err);
-        char extra[96];
-        snprintf(extra, sizeof extra, "texts %" PRIu64 "  %.1f MB", r.texts, (double)r.bytes / 1e6);
-        sn_progress_update(r.bar, ++r.files, extra);
+        r.files++;
+        reading_progress(&r);
     }
     sn_progress_finish(r.bar, rc ? "stopped" : "done");
     r.bar = NULL;

@@ -96,6 +96,24 @@ int main(void)
         sn_tokenizer_free(tok);
     }
 
+    /* --special: in id order after the learned tokens. The specials in the text are cut out,
+    ** so the only pair seen twice is " b" (Ġ b): 256 + 1 + 2 ids */
+    sn_test_write_file(txt, "<s>a b</s>\n<s>a b</s>\n");
+    CHECK(sn_test_sh("'%s' tokenize train -o '%s' --vocab-size 300 --special '<s>' --special "
+                     "'</s>' --progress none '%s' 2>/dev/null", bin, out2, txt) == 0);
+    tok = NULL;
+    CHECK(sn_tokenizer_open(out2, &tok, &err) == SN_OK);
+    if (tok) {
+        size_t n = sn_tokenizer_vocab_size(tok);
+        CHECK_MSG(n == 259, "%zu ids", n);
+        CHECK(sn_tokenizer_token_id(tok, "<s>") == (int32_t)n - 2);
+        CHECK(sn_tokenizer_token_id(tok, "</s>") == (int32_t)n - 1);
+        CHECK(sn_tokenizer_is_special(tok, (int32_t)n - 1));
+        sn_tokenizer_free(tok);
+    }
+    CHECK(sn_test_sh("'%s' tokenize train -o '%s' --special x --no-specials '%s' 2>/dev/null",
+                     bin, out2, txt) == 2);
+
     /* refusals: file:line, exit 1 for bad data, 2 for bad settings */
     sn_test_write_file(bad, TRAJ("t1", "Q?", "a", "b") "{\"schema\":\"sentinel.trajectory/1\"}\n");
     CHECK(sn_test_sh("'%s' tokenize train -o '%s' --progress none '%s' 2>'%s'", bin, out2, bad,
