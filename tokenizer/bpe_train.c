@@ -247,10 +247,14 @@ int sn_bpe_trainer_create(const struct sn_bpe_train_params *p, struct sn_bpe_tra
         }
     }
     t->p.specials = NULL; /* the copies above are what counts */
+    /* the pattern as encoding runs it (tokenizer.c), so training splits text the same way */
     int ec;
     PCRE2_SIZE eo;
-    t->re = pcre2_compile((PCRE2_SPTR)SN_QWEN2_SPLIT_REGEX, PCRE2_ZERO_TERMINATED,
-                          PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);
+    char *pat = sn_tok_regex_onig(SN_QWEN2_SPLIT_REGEX);
+    t->re = pat ? pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+                                &ec, &eo, NULL)
+                : NULL;
+    sn_free(pat);
     t->md = t->re ? pcre2_match_data_create_from_pattern(t->re, NULL) : NULL;
     if (!t->md) {
         rc = sn_err_set(err, SN_E_BACKEND, "tokenizer training: PCRE2 setup failed");

@@ -321,7 +321,7 @@ static int load_pretok(struct sn_tokenizer *tok, const cJSON *pt, const char *pa
 ** tradition), which splits text differently (seen against HF and the JS port). So \s and \S
 ** become \p{White_Space} and \P{White_Space}, which PCRE2 accepts inside classes too.
 ** Escaped backslashes are copied as pairs, so "\\s" stays a backslash and an 's'. */
-static char *regex_onig_spaces(const char *p)
+char *sn_tok_regex_onig(const char *p)
 {
     size_t n = strlen(p), o = 0;
     char *q = sn_malloc(n * 8 + 1);    /* each 2-byte escape grows to at most 16 bytes */
@@ -350,7 +350,7 @@ static int compile_regex(struct sn_tokenizer *tok, const char *pattern, const ch
 {
     int ec;
     PCRE2_SIZE eo;
-    char *pat = regex_onig_spaces(pattern);
+    char *pat = sn_tok_regex_onig(pattern);
     if (!pat)
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
     tok->re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,

@@ -191,6 +191,11 @@ static inline uint32_t merge_find(const struct sn_tokenizer *tok, int32_t a, int
     }
 }
 
+/* tokenizer.c: a split pattern as HF tokenizers (Oniguruma) runs it, for PCRE2: \s and \S
+** become \p{White_Space} and \P{White_Space} (docs/formats.md#tokenizerjson, "Regex
+** dialect"). A new string (sn_free), or NULL when out of memory. */
+char *sn_tok_regex_onig(const char *p);
+
 /* bpe.c: UTF-8 checks, and the per-thread scratch the handle frees. */
 /* Offset of the first byte of the first invalid UTF-8 sequence in s[0..n), or n. */
 size_t   sn_tok_utf8_check(const uint8_t *s, size_t n);
