@@ -51,10 +51,12 @@ for settings in "16384 2" "30000 1 --no-specials"; do
         status=1
     sed 's/^/    /' "$out/train.log"
 done
-# HF's trainer draws progress bars on stderr (blank lines off a terminal): shown on failure only
+# HF's trainer draws progress bars (blank lines off a terminal): left out; stderr on failure
 for threads in all 1; do
     if [ "$threads" = all ]; then set --; else set -- env RAYON_NUM_THREADS="$threads"; fi
     "$@" node "$src/tests/ref/tokenizer_train_bench.mjs" "$npm_dir" "$out/corpus.txt" \
-        "$out/trained-30000.json" 2> "$out/hf-train.err" || { status=1; cat "$out/hf-train.err"; }
+        "$out/trained-30000.json" > "$out/hf-train.out" 2> "$out/hf-train.err" ||
+        { status=1; cat "$out/hf-train.err"; }
+    grep -v '^[[:space:]]*$' "$out/hf-train.out"
 done
 exit $status

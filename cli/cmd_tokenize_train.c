@@ -45,8 +45,9 @@ static void usage(FILE *f)
 "      --progress MODE     auto (default), bar, plain or none\n"
 "  -h, --help              this help\n"
 "\n"
-"Errors name the file and line: a malformed trajectory, invalid UTF-8 (with its column), an\n"
-"unreadable file. Exit status: 0 ok, 1 failure, 2 usage error.\n");
+"Errors name the file and line: a malformed trajectory, invalid UTF-8 (with its byte in\n"
+"the line), an unreadable file. Exit status: 0 ok, 1 failure, 2 usage error (also: an\n"
+"empty corpus, a vocabulary below 256 + the specials).\n");
 }
 
 static bool ends_with(const char *s, const char *suf)
