@@ -2,7 +2,7 @@
 ** a toy corpus whose merges are worked out by hand below; the tie rules; overlapping pairs;
 ** the incremental counts against a full recount on random corpora; special tokens cut out;
 ** NFC; the written tokenizer.json loads and encodes the toy words to single ids; determinism;
-** refusals of bad params and input. */
+** refusals of bad params and input; failed allocations. */
 #include "tests/testutil.h"
 #include "tokenizer/tokenizer.h"
 
@@ -398,6 +398,41 @@ static void test_refusals(void)
     sn_bpe_trainer_free(t);
 }
 
+/* Every allocation may fail: the error is SN_E_NOMEM, nothing is written, nothing leaks (the
+** ASan build checks that); the corpus has enough distinct words to grow every table. */
+static void test_alloc_failures(void)
+{
+    struct sn_buf txt = {0};
+    char p[1200];
+    snprintf(p, sizeof p, "%s/alloc.json", dir);
+    for (int i = 0; i < 3000; i++)
+        sn_buf_printf(&txt, NULL, "w%dx%d q%d ", i * 7919 % 1000, i % 37, i % 11);
+    int ok_at = 0;
+    for (int n = 1; n < 20000 && !ok_at; n += n < 60 ? 1 : 97) {
+        struct sn_bpe_train_params prm = sn_bpe_train_default_params();
+        struct sn_bpe_trainer *t = NULL;
+        struct sn_err err = {0};
+        prm.vocab_size = 600;
+        remove(p);
+        sn_alloc_fail_after((uint64_t)n);
+        int rc = sn_bpe_trainer_create(&prm, &t, &err);
+        if (!rc)
+            rc = sn_bpe_trainer_add(t, txt.data, txt.len, &err);
+        if (!rc)
+            rc = sn_bpe_trainer_train(t, NULL, &err);
+        if (!rc)
+            rc = sn_bpe_trainer_write(t, p, &err);
+        sn_alloc_fail_after(0);
+        sn_bpe_trainer_free(t);
+        if (rc == SN_OK)
+            ok_at = n;
+        else
+            CHECK_MSG(rc == SN_E_NOMEM && !sn_path_exists(p), "alloc %d: %d %s", n, rc, err.msg);
+    }
+    CHECK(ok_at > 100);
+    sn_buf_free(&txt);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", sn_test_dir("tokenizer_train"));
@@ -406,5 +441,6 @@ int main(void)
     test_recount();
     test_text();
     test_refusals();
+    test_alloc_failures();
     return sn_test_done();
 }

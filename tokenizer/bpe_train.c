@@ -251,9 +251,12 @@ int sn_bpe_trainer_create(const struct sn_bpe_train_params *p, struct sn_bpe_tra
     int ec;
     PCRE2_SIZE eo;
     char *pat = sn_tok_regex_onig(SN_QWEN2_SPLIT_REGEX);
-    t->re = pat ? pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
-                                &ec, &eo, NULL)
-                : NULL;
+    if (!pat) {
+        rc = sn_err_set(err, SN_E_NOMEM, "tokenizer training: out of memory");
+        goto fail;
+    }
+    t->re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec,
+                          &eo, NULL);
     sn_free(pat);
     t->md = t->re ? pcre2_match_data_create_from_pattern(t->re, NULL) : NULL;
     if (!t->md) {
