@@ -50,6 +50,8 @@ int sn_cli_score_pair_files(const char *context_file, const char *response_file,
 int sn_cmd_serve(int argc, char **argv);
 int sn_cmd_stats(int argc, char **argv);
 int sn_cmd_tokenize(int argc, char **argv);
+/* `sentinel tokenize train` (cli/cmd_tokenize_train.c), reached through sn_cmd_tokenize. */
+int sn_cmd_tokenize_train(int argc, char **argv);
 int sn_cmd_inspect(int argc, char **argv);
 int sn_cmd_report(int argc, char **argv);
 

@@ -2,7 +2,8 @@
 ** stdin lines -> one line of space-separated ids per input line, or back with --decode.
 ** --json: texts are JSON strings, one per line, so newlines inside a text survive.
 ** --threads N: each batch of lines is cut into N contiguous runs encoded in parallel; output
-** order is input order. An error names the input line (stdin:LINE). */
+** order is input order. An error names the input line (stdin:LINE).
+** `sentinel tokenize train ...` is cli/cmd_tokenize_train.c. */
 #include "cli/cli.h"
 #include "export/export.h"
 #include "tokenizer/tokenizer.h"
@@ -33,6 +34,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: sentinel tokenize --tokenizer FILE [--decode] [--json] [--threads N]\n"
         "       sentinel tokenize --write-demo FILE\n"
+        "       sentinel tokenize train -o FILE [options] INPUT...  (see its --help)\n"
         "\n"
         "Reads UTF-8 text lines on stdin and prints, for each, one line of space-separated\n"
         "token ids (an empty line for an empty text). Added/special tokens written in the text\n"
@@ -368,6 +370,8 @@ int sn_cmd_tokenize(int argc, char **argv)
     bool decode = false, json = false;
     long n_threads = 1;
     int c;
+    if (argc > 1 && !strcmp(argv[1], "train"))
+        return sn_cmd_tokenize_train(argc - 1, argv + 1);
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

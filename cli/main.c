@@ -19,7 +19,7 @@ static const struct {
     {"score",    sn_cmd_score,    "reward of responses given a context"},
     {"serve",    sn_cmd_serve,    "the detector and Algorithm 1 over HTTP (score, rerank, debate sessions)"},
     {"stats",    sn_cmd_stats,    "group-dynamics metrics on trajectories (SDI, FAT, NAC, DC/DM, ...)"},
-    {"tokenize", sn_cmd_tokenize, "text -> token ids (or back with --decode)"},
+    {"tokenize", sn_cmd_tokenize, "text -> token ids (or back with --decode); `tokenize train` learns a tokenizer"},
     {"inspect",  sn_cmd_inspect,  "what is inside a shard, checkpoint, GGUF or trajectory file"},
     {"report",   sn_cmd_report,   "figures (PNG) and report.html of a `sentinel run` directory"},
 };

