@@ -13,6 +13,10 @@
 **     the same lane layout and summation order otherwise). Each output is one thread's
 **     dot product over the whole row in a fixed order, so the bits do not depend on how many
 **     threads share the work.
+**   - int8 (Q8_0 only): x quantized to Q8_0 per block of 32 as ggml does, and int8 dot products
+**     per group of 4 scaled and accumulated in 16 f32 lanes (kernels/q8.c: AVX512-VNNI
+**     `vpdpbusd`, AVX2 `vpmaddubsw`, or portable; all three give the same bits, and each output
+**     is one thread's).
 **
 ** Q8_0 (and BF16, as they are) also go to the dot kernels where the CPU has AVX512-BF16: a tile
 ** of rows converted to BF16 (every q of a block is exact in BF16; d · q is rounded to 8
