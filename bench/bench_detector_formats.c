@@ -271,9 +271,10 @@ static int peak(int argc, char **argv)
 /* ---- q8: the Q8_0 paths ------------------------------------------------------------------ */
 
 #define Q8_TILE ((size_t)2 << 20)   /* export/detector.c's TILE_FLOATS */
-enum { P_BF16, P_VNNI, P_AVX2, P_COUNT };
+enum { P_BF16, P_VNNI, P_AVX2, P_TILE, P_COUNT };
 static const char *const p_names[P_COUNT] = {"BF16 dots (vdpbf16ps)", "int8 (avx512_vnni)",
-                                             "int8 (avx2)"};
+                                             "int8 (avx2)", "f32 tiles + sgemm"};
+static const char *const p_keys[P_COUNT] = {"bf16", "vnni", "avx2", "tile"};
 
 struct q8b {
     int path, isa;
@@ -318,6 +319,20 @@ static void *q8_run(void *arg)
 ** each tile's outputs split in blocks of 4 between the threads (at most 2 here). */
 static void q8_product(const struct q8b *b, int threads, struct q8job *jobs)
 {
+    if (b->path == P_TILE) {   /* the tile path: conversion here, the sgemm on its threads */
+        size_t rows = Q8_TILE / b->in;
+        rows = rows >= b->out ? b->out : rows / 16 * 16;
+        float *wt = (float *)(void *)jobs[0].wq;
+        openblas_set_num_threads(threads);
+        for (size_t r0 = 0; r0 < b->out; r0 += rows) {
+            const size_t r1 = r0 + rows < b->out ? r0 + rows : b->out;
+            sn_kern_rows_to_f32(b->isa, SN_KERN_Q8_0, b->W, b->in, r0, r1, wt);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)b->n, (int)(r1 - r0),
+                        (int)b->in, 1.0f, b->x, (int)b->in, wt, (int)b->in, 0.0f, b->y + r0,
+                        (int)b->out);
+        }
+        return;
+    }
     if (b->path == P_BF16)
         sn_kern_to_bf16(b->isa, b->x, b->n * b->in, b->xb);
     else
@@ -360,13 +375,13 @@ static int q8bench(int argc, char **argv)
     const int best = sn_kern_isa_best(&cpu);
     bool have[P_COUNT] = {sn_kern_bf16_dot_hw(&cpu, best),
                           sn_kern_q8_isa(&cpu, SN_KERN_AVX512) == SN_KERN_AVX512,
-                          sn_kern_q8_isa(&cpu, SN_KERN_AVX2) == SN_KERN_AVX2};
+                          sn_kern_q8_isa(&cpu, SN_KERN_AVX2) == SN_KERN_AVX2, true};
     const size_t shapes[2][2] = {{E_, F_}, {F_, E_}};   /* (in, out) */
     const size_t maxin = F_, maxout = F_;
     uint8_t *W = malloc(maxout * (maxin / 32) * 34);
     float *x = malloc(n * maxin * 4), *y = malloc(n * maxout * 4), *y0 = malloc(n * maxout * 4);
     uint16_t *xb = malloc(n * maxin * 2), *wb = malloc(2 * Q8_TILE * 2);
-    int8_t *xq = malloc(n * maxin), *wq = malloc(2 * Q8_TILE);
+    int8_t *xq = malloc(n * maxin), *wq = malloc(4 * Q8_TILE);   /* int8 tiles, or one f32 tile */
     float *xs = malloc(n * maxin), *ws = malloc(2 * Q8_TILE);
     int32_t *xc = malloc(n * maxin);
     if (!W || !x || !y || !y0 || !xb || !wb || !xq || !wq || !xs || !ws || !xc)
@@ -384,6 +399,8 @@ static int q8bench(int argc, char **argv)
     double load[3] = {0};
     if (getloadavg(load, 3) < 0)
         load[0] = -1;
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    printf("OpenBLAS %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(), ct ? ct : "(unset)");
     printf("Q8_0 products, %zu rows of x; load average %.1f %.1f %.1f\n", n, load[0], load[1],
            load[2]);
     static double gf[2][2][P_COUNT][32];   /* shape, threads, path, round */
@@ -393,8 +410,8 @@ static int q8bench(int argc, char **argv)
                 for (int p = 0; p < P_COUNT; p++) {
                     if (!have[p])
                         continue;
-                    struct q8b b = {p, p == P_BF16 ? best : p == P_VNNI ? SN_KERN_AVX512
-                                                                         : SN_KERN_AVX2,
+                    struct q8b b = {p, p == P_BF16 || p == P_TILE ? best
+                                       : p == P_VNNI ? SN_KERN_AVX512 : SN_KERN_AVX2,
                                     p == P_BF16, shapes[s][0], shapes[s][1], n, W, x,
                                     p == P_BF16 ? y0 : y, xb, xq, xs, xc};
                     struct q8job jobs[2] = {{&b, 0, 0, wb, wq, ws},
@@ -404,7 +421,7 @@ static int q8bench(int argc, char **argv)
                     q8_product(&b, th, jobs);
                     const double t = sn_now() - t0;
                     gf[s][th - 1][p][rd] = 2.0 * (double)(n * b.in * b.out) / t / 1e9;
-                    if (p != P_BF16 && have[P_BF16] && rd == 0 && th == 1) {
+                    if (p != P_BF16 && p != P_TILE && have[P_BF16] && rd == 0 && th == 1) {
                         double e = 0, a = 0;   /* int8 against BF16: a sanity figure */
                         for (size_t i = 0; i < n * b.out; i++) {
                             e = fmax(e, fabs((double)y[i] - y0[i]));
@@ -428,7 +445,7 @@ static int q8bench(int argc, char **argv)
                 qsort(v, (size_t)rounds, sizeof *v, cmp_double);
                 printf("] median %.1f\n", v[rounds / 2]);
                 printf("RESULT q8_gflops_%zu_%zu_t%d_%s=%.1f\n", shapes[s][0], shapes[s][1], th,
-                       p == P_BF16 ? "bf16" : p == P_VNNI ? "vnni" : "avx2", v[rounds / 2]);
+                       p_keys[p], v[rounds / 2]);
             }
     if (getloadavg(load, 3) >= 0)
         printf("load average after: %.1f %.1f %.1f\n", load[0], load[1], load[2]);

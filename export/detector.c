@@ -3,8 +3,8 @@
 **
 ** Weights stay in the file's type, in the file's memory map (read-only, shared with every
 ** process that maps the same file): F32 matrices go to OpenBLAS's sgemm as they are; F16, BF16
-** and Q8_0 matrices are multiplied through kernels/ (tiles converted to f32 for the sgemm, or
-** BF16 dot products), chosen at open from the CPU's features (docs/export.md "Weight formats
+** and Q8_0 matrices are multiplied through kernels/ (tiles converted to f32 for the sgemm, BF16
+** dot products, or for Q8_0 on request int8 dot products), chosen at open from the CPU's features (docs/export.md "Weight formats
 ** and kernels"). Activations, norms, RoPE, attention and the head are f32.
 **
 ** Forward (Hugging Face Qwen2Model, the same math as train/model.c):
@@ -646,9 +646,10 @@ static void rmsnorm(float *y, const float *x, const float *w, int64_t n, int64_t
     }
 }
 
-/* BF16 dot products on n_threads threads, outputs split in blocks of 4: each thread converts
-** its rows of a Q8_0 tile to BF16 (into wb) and multiplies them. kernels/bf16.c computes each
-** output whole, in a fixed order, so the split does not change any bit. At most
+/* BF16 (or int8) dot products on n_threads threads, outputs split in blocks of 4: each thread
+** converts its rows of a Q8_0 tile to BF16 (into wb; or unpacks them into wq, ws) and
+** multiplies them. kernels/bf16.c and kernels/q8.c compute each output whole, in a fixed
+** order, so the split does not change any bit. At most
 ** DOT_MAX_THREADS: the job table lives on the caller's stack. */
 #define DOT_MAX_THREADS 64
 struct dot_job {

@@ -6,11 +6,13 @@
 **      and rounds f32 to BF16 alike; BF16
 **      dot products (portable, and vdpbf16ps where present) are within 1e-6 · Σ|x·w| of a
 **      double sum of the same BF16 values, on rows whose length is not a multiple of 32, and
-**      a split of the outputs (threads' shares) does not change a bit;
+**      a split of the outputs (threads' shares) does not change a bit; Q8_0 by int8 dot
+**      products (q8_alone below) against double sums, each path with the portable one's bits;
 **   2. a tiny random Qwen2 exported as F32, F16, BF16 and Q8_0: each file's rewards against
 **      the F32 file's within the format's bound (TOL below), under each kernel set forced in
-**      turn (BF16 and Q8_0 by BF16 dot products or by f32 tiles); the tile paths (conversion
-**      to f32 for the sgemm) give the same bits under every ISA;
+**      turn (BF16 and Q8_0 by BF16 dot products or by f32 tiles, Q8_0 by int8 dot products);
+**      the tile paths (conversion to f32 for the sgemm) and the int8 paths give the same bits
+**      under every ISA;
 **   3. memory: opening a Q8_0, BF16, F16 or F32 detector allocates no copy of its matrices
 **      (the bytes asked of sn_malloc at open, less the declared scratch, are under a quarter
 **      of the matrices' f32 size; the weights stay in the file's memory map);
