@@ -56,8 +56,11 @@ void sn_kern_q8_quantize(const float *x, size_t n, size_t in, int8_t *xq, float 
         const float d = fin ? amax / 127.0f : amax, id = fin && d != 0.0f ? 1.0f / d : 0.0f;
         int8_t *q = xq + b * QB;
         for (int j = 0; j < QB; j++) {
-            float r = roundf(v[j] * id);
-            q[j] = (int8_t)(int)(r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r);
+            /* roundf (half away from zero) without the libm call: |y| <= 127 (+ rounding) */
+            const float y = v[j] * id;
+            int r = (int)y;                                  /* truncated; y - r is exact */
+            r += y - (float)r >= 0.5f ? 1 : (float)r - y >= 0.5f ? -1 : 0;
+            q[j] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
         }
         for (int g = 0; g < QB / 4; g++) {
             xs[b * (QB / 4) + (size_t)g] = d;
@@ -124,12 +127,22 @@ static void gemm_portable(const int8_t *xq, const float *xs, const int8_t *wq, c
 /* ---- AVX-512 + AVX512-VNNI ---------------------------------------------------------------- */
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
+
+/* hsum_lanes in registers: (l0..7 + l8..15), then halves, then (l0 + l2) + (l1 + l3). */
+AVX2_TARGET static inline float hsum8x2(__m256 lo, __m256 hi)
+{
+    __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));          /* l0+l2, l1+l3 */
+    __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));      /* (l0+l2) + (l1+l3) */
+    return _mm_cvtss_f32(s1);
+}
 
 VNNI_TARGET static inline float hsum16(__m512 v)
 {
-    float a[LANES];
-    _mm512_storeu_ps(a, v);
-    return hsum_lanes(a);
+    return hsum8x2(_mm512_castps512_ps256(v),
+                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
 /* The tail of a row whose block count is odd: its last pass holds one block (lanes 0-7); the
@@ -248,8 +261,6 @@ VNNI_TARGET static void gemm_vnni(const int8_t *xq, const float *xs, const int32
 
 /* ---- AVX2 --------------------------------------------------------------------------------- */
 
-#define AVX2_TARGET __attribute__((target("avx2,fma")))
-
 /* One block: i_g of its 8 groups times the scales, into a. */
 AVX2_TARGET static inline __m256 astep(__m256 a, __m256i x, __m256 xs, __m256i w, __m256 ws)
 {
@@ -266,7 +277,7 @@ AVX2_TARGET static void ablock2x2(const int8_t *xq, const float *xs, const int8_
                                   size_t nw, bool acc)
 {
     const size_t g4 = in / 4, nb = in / QB;
-    float lanes[2][2][LANES];
+    __m256 lanes[2][2][2];   /* [x row][W row][lanes 0-7, 8-15] */
     for (size_t h = 0; h < 2; h++) {
         __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
         for (size_t b = h; b < nb; b += 2) {
@@ -282,14 +293,14 @@ AVX2_TARGET static void ablock2x2(const int8_t *xq, const float *xs, const int8_
             a10 = astep(a10, x, s, w0, s0);
             a11 = astep(a11, x, s, w1, s1);
         }
-        _mm256_storeu_ps(lanes[0][0] + 8 * h, a00);
-        _mm256_storeu_ps(lanes[0][1] + 8 * h, a01);
-        _mm256_storeu_ps(lanes[1][0] + 8 * h, a10);
-        _mm256_storeu_ps(lanes[1][1] + 8 * h, a11);
+        lanes[0][0][h] = a00;
+        lanes[0][1][h] = a01;
+        lanes[1][0][h] = a10;
+        lanes[1][1][h] = a11;
     }
     for (size_t i = 0; i < nx; i++)
         for (size_t j = 0; j < nw; j++) {
-            float v = hsum_lanes(lanes[i][j]);
+            float v = hsum8x2(lanes[i][j][0], lanes[i][j][1]);
             y[i * ldy + j] = acc ? y[i * ldy + j] + v : v;
         }
 }
