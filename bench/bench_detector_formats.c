@@ -21,8 +21,8 @@
 **       11008 -> 2048, N = 320 rows of x) by each Q8_0 path of the detector, all of its work
 **       included (x rounded to BF16 or quantized to Q8_0, W's rows converted a tile at a time,
 **       the outputs split between threads as export/detector.c does): BF16 dot products, int8
-**       by AVX512-VNNI, int8 by AVX2 (those this CPU has), with 1 and 2 threads, interleaved
-**       over R rounds; prints each round and the medians. */
+**       by AVX512-VNNI, int8 by AVX2 (those this CPU has), f32 tiles + sgemm, with 1 and 2
+**       threads, interleaved over R rounds; prints each round and the medians. */
 #include "bench/bench_words.h"
 #include "common/common.h"
 #include "export/export.h"
