@@ -18,7 +18,7 @@
 ** 0-7 and the odd ones for lanes 8-15 (each lane still in increasing g). All integer steps are
 ** exact and the f32 steps are the same operations in the same order, so the three paths give
 ** the same bits; each output is one thread's, so the thread split does not change them. */
-#include "kernels/kernels.h"
+#include "kernels/kernels_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -86,16 +86,6 @@ void sn_kern_q8_unpack(const void *W, size_t in, size_t r0, size_t r1, int8_t *w
     }
 }
 
-static float hsum_lanes(const float acc[LANES])
-{
-    float s8[8], s4[4];
-    for (int i = 0; i < 8; i++)
-        s8[i] = acc[i] + acc[i + 8];
-    for (int i = 0; i < 4; i++)
-        s4[i] = s8[i] + s8[i + 4];
-    return (s4[0] + s4[2]) + (s4[1] + s4[3]);
-}
-
 /* ---- portable ----------------------------------------------------------------------------- */
 
 static float dot_portable(const int8_t *xq, const float *xs, const int8_t *wq, const float *ws,
@@ -108,7 +98,7 @@ static float dot_portable(const int8_t *xq, const float *xs, const int8_t *wq, c
         const float s = xs[g] * ws[g];
         acc[g % LANES] = fmaf((float)i, s, acc[g % LANES]);
     }
-    return hsum_lanes(acc);
+    return sn_kern_lanes_sum(acc);
 }
 
 static void gemm_portable(const int8_t *xq, const float *xs, const int8_t *wq, const float *ws,
@@ -124,12 +114,44 @@ static void gemm_portable(const int8_t *xq, const float *xs, const int8_t *wq, c
 }
 
 #ifdef SN_KERN_X86
+/* One product's operands (sn_kern_q8_gemm), W and y from the first output of the call. */
+struct prod {
+    const int8_t *xq, *wq;
+    const float *xs, *ws;
+    const int32_t *xc;
+    float *y;
+    size_t ldy, n, in;
+    bool acc;
+};
+
+/* Cache blocking as kernels/bf16.c's: W's rows in chunks of about 512 KiB (2 bytes an element
+** here: q and the group scales), and within a chunk x's rows in panels of about `panel_kib`
+** (3 bytes an element), so both stay in the L2 cache while every block of bw outputs of the
+** chunk passes over the panel; block(p, t, o, nx <= bx, nw <= bw) computes one block. */
+static void walk(const struct prod *p, size_t out, size_t bx, size_t bw, size_t panel_kib,
+                 void (*block)(const struct prod *, size_t, size_t, size_t, size_t))
+{
+    size_t panel = (panel_kib << 10) / (3 * p->in + 1);
+    panel = panel < bx ? bx : panel > 64 ? 64 : panel / bx * bx;
+    size_t chunk = ((size_t)512 << 10) / (2 * p->in + 1);
+    chunk = chunk < bw ? bw : chunk / bw * bw;
+    for (size_t c0 = 0; c0 < out; c0 += chunk) {
+        const size_t c1 = c0 + chunk < out ? c0 + chunk : out;
+        for (size_t t0 = 0; t0 < p->n; t0 += panel) {
+            const size_t t1 = t0 + panel < p->n ? t0 + panel : p->n;
+            for (size_t o = c0; o < c1; o += bw)
+                for (size_t t = t0; t < t1; t += bx)
+                    block(p, t, o, t + bx <= t1 ? bx : t1 - t, o + bw <= c1 ? bw : c1 - o);
+        }
+    }
+}
+
 /* ---- AVX-512 + AVX512-VNNI ---------------------------------------------------------------- */
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
 
-/* hsum_lanes in registers: (l0..7 + l8..15), then halves, then (l0 + l2) + (l1 + l3). */
+/* sn_kern_lanes_sum in registers: (l0..7 + l8..15), then halves, then (l0 + l2) + (l1 + l3). */
 AVX2_TARGET static inline float hsum8x2(__m256 lo, __m256 hi)
 {
     __m256 s8 = _mm256_add_ps(lo, hi);
@@ -225,38 +247,19 @@ VNNI_TARGET static void vblock1x1(const int8_t *xq, const float *xs, const int32
     *y = acc ? *y + v : v;
 }
 
-/* Cache blocking as kernels/bf16.c's: W's rows in chunks of about 512 KiB (2 bytes an element
-** here: q and the group scales), x's rows in panels of about 256 KiB (3 bytes an element). */
-VNNI_TARGET static void gemm_vnni(const int8_t *xq, const float *xs, const int32_t *xc,
-                                  const int8_t *wq, const float *ws, float *y, size_t ldy,
-                                  size_t n, size_t in, size_t o0, size_t o1, bool acc)
+/* 4 x 4 blocks by vblock4x4, the rest output by output. */
+VNNI_TARGET static void vblock(const struct prod *p, size_t t, size_t o, size_t nx, size_t nw)
 {
-    size_t panel = ((size_t)256 << 10) / (3 * in + 1);
-    panel = panel < 4 ? 4 : panel > 64 ? 64 : panel / 4 * 4;
-    size_t chunk = ((size_t)512 << 10) / (2 * in + 1);
-    chunk = chunk < 4 ? 4 : chunk / 4 * 4;
-    const size_t g4 = in / 4;
-    for (size_t c0 = o0; c0 < o1; c0 += chunk) {
-        const size_t c1 = c0 + chunk < o1 ? c0 + chunk : o1;
-        for (size_t t0 = 0; t0 < n; t0 += panel) {
-            const size_t t1 = t0 + panel < n ? t0 + panel : n;
-            size_t o = c0;
-            for (; o + 4 <= c1; o += 4) {
-                size_t t = t0;
-                for (; t + 4 <= t1; t += 4)
-                    vblock4x4(xq + t * in, xs + t * g4, xc + t * g4, wq + o * in, ws + o * g4,
-                              y + t * ldy + o, ldy, in, acc);
-                for (; t < t1; t++)
-                    for (size_t j = o; j < o + 4; j++)
-                        vblock1x1(xq + t * in, xs + t * g4, xc + t * g4, wq + j * in,
-                                  ws + j * g4, y + t * ldy + j, in, acc);
-            }
-            for (; o < c1; o++)
-                for (size_t t = t0; t < t1; t++)
-                    vblock1x1(xq + t * in, xs + t * g4, xc + t * g4, wq + o * in, ws + o * g4,
-                              y + t * ldy + o, in, acc);
-        }
+    const size_t in = p->in, g4 = in / 4;
+    if (nx == 4 && nw == 4) {
+        vblock4x4(p->xq + t * in, p->xs + t * g4, p->xc + t * g4, p->wq + o * in,
+                  p->ws + o * g4, p->y + t * p->ldy + o, p->ldy, in, p->acc);
+        return;
     }
+    for (size_t i = t; i < t + nx; i++)
+        for (size_t j = o; j < o + nw; j++)
+            vblock1x1(p->xq + i * in, p->xs + i * g4, p->xc + i * g4, p->wq + j * in,
+                      p->ws + j * g4, p->y + i * p->ldy + j, in, p->acc);
 }
 
 /* ---- AVX2 --------------------------------------------------------------------------------- */
@@ -306,26 +309,11 @@ AVX2_TARGET static void ablock2x2(const int8_t *xq, const float *xs, const int8_
 }
 
 /* nx, nw in {1, 2}: a single row repeats itself (the same loads, one of the outputs kept). */
-AVX2_TARGET static void gemm_avx2(const int8_t *xq, const float *xs, const int8_t *wq,
-                                  const float *ws, float *y, size_t ldy, size_t n, size_t in,
-                                  size_t o0, size_t o1, bool acc)
+AVX2_TARGET static void ablock(const struct prod *p, size_t t, size_t o, size_t nx, size_t nw)
 {
-    size_t panel = ((size_t)128 << 10) / (3 * in + 1);
-    panel = panel < 2 ? 2 : panel > 64 ? 64 : panel / 2 * 2;
-    size_t chunk = ((size_t)512 << 10) / (2 * in + 1);
-    chunk = chunk < 2 ? 2 : chunk / 2 * 2;
-    const size_t g4 = in / 4;
-    for (size_t c0 = o0; c0 < o1; c0 += chunk) {
-        const size_t c1 = c0 + chunk < o1 ? c0 + chunk : o1;
-        for (size_t t0 = 0; t0 < n; t0 += panel) {
-            const size_t t1 = t0 + panel < n ? t0 + panel : n;
-            for (size_t o = c0; o < c1; o += 2)
-                for (size_t t = t0; t < t1; t += 2)
-                    ablock2x2(xq + t * in, xs + t * g4, wq + o * in, ws + o * g4,
-                              y + t * ldy + o, ldy, in, t + 2 <= t1 ? 2 : 1,
-                              o + 2 <= c1 ? 2 : 1, acc);
-        }
-    }
+    const size_t in = p->in, g4 = in / 4;
+    ablock2x2(p->xq + t * in, p->xs + t * g4, p->wq + o * in, p->ws + o * g4,
+              p->y + t * p->ldy + o, p->ldy, in, nx, nw, p->acc);
 }
 #endif
 
@@ -334,14 +322,14 @@ void sn_kern_q8_gemm(int isa, const int8_t *xq, const float *xs, const int32_t *
                      size_t in, size_t o0, size_t o1, bool accumulate)
 {
 #ifdef SN_KERN_X86
+    const struct prod p = {xq, wq + o0 * in, xs, ws + o0 * (in / 4), xc, y + o0, ldy, n, in,
+                           accumulate};
     if (isa == SN_KERN_AVX512) {
-        gemm_vnni(xq, xs, xc, wq + o0 * in, ws + o0 * (in / 4), y + o0, ldy, n, in, 0, o1 - o0,
-                  accumulate);
+        walk(&p, o1 - o0, 4, 4, 256, vblock);
         return;
     }
     if (isa == SN_KERN_AVX2) {
-        gemm_avx2(xq, xs, wq + o0 * in, ws + o0 * (in / 4), y + o0, ldy, n, in, 0, o1 - o0,
-                  accumulate);
+        walk(&p, o1 - o0, 2, 2, 128, ablock);
         return;
     }
 #else
