@@ -5,7 +5,8 @@
 ** process that maps the same file): F32 matrices go to OpenBLAS's sgemm as they are; F16, BF16
 ** and Q8_0 matrices are multiplied through kernels/ (tiles converted to f32 for the sgemm, BF16
 ** dot products, or for Q8_0 on request int8 dot products), chosen at open from the CPU's
-** features (docs/export.md "Weight formats and kernels"). Activations, norms, RoPE, attention and the head are f32.
+** features (docs/export.md "Weight formats and kernels"). Activations, norms, RoPE, attention
+** and the head are f32.
 **
 ** Forward (Hugging Face Qwen2Model, the same math as train/model.c):
 **   x = token_embd[ids]
