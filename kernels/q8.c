@@ -152,7 +152,7 @@ static void walk(const struct prod *p, size_t out, size_t bx, size_t bw, size_t 
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
 
 /* sn_kern_lanes_sum in registers: (l0..7 + l8..15), then halves, then (l0 + l2) + (l1 + l3). */
-AVX2_TARGET static inline float hsum8x2(__m256 lo, __m256 hi)
+__attribute__((target("avx"))) static inline float hsum8x2(__m256 lo, __m256 hi)
 {
     __m256 s8 = _mm256_add_ps(lo, hi);
     __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
