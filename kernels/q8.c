@@ -48,14 +48,20 @@ void sn_kern_q8_quantize(const float *x, size_t n, size_t in, int8_t *xq, float 
     for (size_t b = 0; b < n * (in / QB); b++) {
         const float *v = x + b * QB;
         float amax = 0.0f;
-        for (int j = 0; j < QB; j++)
-            amax = fabsf(v[j]) <= amax ? amax : fabsf(v[j]);   /* a NaN stays */
-        /* a block holding an infinity or NaN gets q = 0 and that scale, so its outputs are
-        ** not finite, as the f32 product's would be */
-        const bool fin = isfinite(amax);
-        const float d = fin ? amax / 127.0f : amax, id = fin && d != 0.0f ? 1.0f / d : 0.0f;
-        int8_t *q = xq + b * QB;
+        bool fin = true;
         for (int j = 0; j < QB; j++) {
+            fin = fin && isfinite(v[j]);
+            amax = fabsf(v[j]) > amax ? fabsf(v[j]) : amax;
+        }
+        /* a block holding an infinity or NaN gets q = 0 and scale NaN, so its outputs are not
+        ** finite, as the f32 product's would be */
+        const float d = fin ? amax / 127.0f : NAN;
+        float id = fin && d != 0.0f ? 1.0f / d : 0.0f;
+        id = isfinite(id) ? id : 0.0f;   /* d subnormal: the block's values round to q = 0 */
+        int8_t *q = xq + b * QB;
+        for (int j = 0; j < QB && !fin; j++)
+            q[j] = 0;
+        for (int j = 0; j < QB && fin; j++) {
             /* roundf (half away from zero) without the libm call: |y| <= 127 (+ rounding) */
             const float y = v[j] * id;
             int r = (int)y;                                  /* truncated; y - r is exact */

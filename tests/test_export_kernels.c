@@ -229,6 +229,35 @@ static void q8_alone(const struct sn_kern_cpu *cpu)
                    sn_kern_isa_name(isa), in);
         }
     }
+    /* a non-finite activation gives non-finite outputs in its row, as the f32 product would;
+    ** a block of subnormals quantizes to zeros */
+    const size_t in = 64;
+    static float x[N * 64];
+    static int8_t xq[N * 64];
+    static float xs[N * 16];
+    static int32_t xc[N * 16];
+    for (size_t i = 0; i < N * in; i++)
+        x[i] = i < 32 ? 1e-41f : 1.0f;
+    x[40] = NAN;
+    x[64 + 3] = INFINITY;
+    sn_kern_q8_quantize(x, N, in, xq, xs, xc);
+    for (int j = 0; j < 32; j++)
+        CHECK(xq[j] == 0 && xq[32 + j] == 0 && xq[64 + j] == 0);
+    CHECK(xq[96] == 127 && xs[0] == 1e-41f / 127.0f);
+    static int8_t wq[2 * 64];
+    static float ws[2 * 16], y[N * 2];
+    for (size_t i = 0; i < 2 * in; i++)
+        wq[i] = (int8_t)(i % 5) - 2;
+    for (size_t i = 0; i < 2 * in / 4; i++)
+        ws[i] = 0.5f;
+    for (int isa = SN_KERN_PORTABLE; isa < SN_KERN_ISA_COUNT; isa++) {
+        if (sn_kern_q8_isa(cpu, isa) != isa)
+            continue;
+        sn_kern_q8_gemm(isa, xq, xs, xc, wq, ws, y, 2, N, in, 0, 2, false);
+        CHECK_MSG(!isfinite(y[0]) && !isfinite(y[1]) && !isfinite(y[2]) && !isfinite(y[3]) &&
+                  isfinite(y[4]) && isfinite(y[5]), "%s: non-finite activations",
+                  sn_kern_isa_name(isa));
+    }
 }
 
 /* ---- 2. forward per format and kernel set ------------------------------------------------- */
