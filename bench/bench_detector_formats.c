@@ -15,7 +15,14 @@
 **       process: nothing else lives in it), the file's tensor bytes, the declared scratch;
 **   bench_detector_formats peak [--threads N]
 **       sgemm GFLOP/s (OpenBLAS, n = 1024, as the environment picks its kernels) and the BF16
-**       dot-product kernel's (kernels/, vdpbf16ps where present) on the same shape. */
+**       dot-product kernel's (kernels/, vdpbf16ps where present) on the same shape;
+**   bench_detector_formats q8 [--rows N] [--rounds R]
+**       GFLOP/s of a Q8_0 matrix product y = x · Wᵀ on the 3B's shapes (2048 -> 11008 and
+**       11008 -> 2048, N = 320 rows of x) by each Q8_0 path of the detector, all of its work
+**       included (x rounded to BF16 or quantized to Q8_0, W's rows converted a tile at a time,
+**       the outputs split between threads as export/detector.c does): BF16 dot products, int8
+**       by AVX512-VNNI, int8 by AVX2 (those this CPU has), f32 tiles + sgemm, with 1 and 2
+**       threads, interleaved over R rounds; prints each round and the medians. */
 #include "bench/bench_words.h"
 #include "common/common.h"
 #include "export/export.h"
@@ -25,6 +32,7 @@
 #include "tokenizer/template.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,6 +268,201 @@ static int peak(int argc, char **argv)
     return 0;
 }
 
+/* ---- q8: the Q8_0 paths ------------------------------------------------------------------ */
+
+#define Q8_TILE ((size_t)2 << 20)   /* export/detector.c's TILE_FLOATS */
+enum { P_BF16, P_VNNI, P_AVX2, P_TILE, P_COUNT };
+static const char *const p_names[P_COUNT] = {"BF16 dots (vdpbf16ps)", "int8 (avx512_vnni)",
+                                             "int8 (avx2)", "f32 tiles + sgemm"};
+static const char *const p_keys[P_COUNT] = {"bf16", "vnni", "avx2", "tile"};
+
+struct q8b {
+    int path, isa;
+    bool hw;
+    size_t in, out, n;
+    const uint8_t *W;
+    const float *x;
+    float *y;
+    uint16_t *xb;
+    int8_t *xq;
+    float *xs;
+    int32_t *xc;
+};
+
+struct q8job {
+    const struct q8b *b;
+    size_t o0, o1;
+    uint16_t *wb;   /* this thread's tile */
+    int8_t *wq;
+    float *ws;
+};
+
+static void *q8_run(void *arg)
+{
+    const struct q8job *j = arg;
+    const struct q8b *b = j->b;
+    const size_t in = b->in, m = j->o1 - j->o0;
+    if (!m)
+        return NULL;
+    if (b->path == P_BF16) {
+        sn_kern_rows_to_bf16(b->isa, SN_KERN_Q8_0, b->W, in, j->o0, j->o1, j->wb);
+        sn_kern_bf16_gemm(b->hw, b->xb, j->wb, b->y + j->o0, b->out, b->n, in, 0, m, false);
+    } else {
+        sn_kern_q8_unpack(b->W, in, j->o0, j->o1, j->wq, j->ws);
+        sn_kern_q8_gemm(b->isa, b->xq, b->xs, b->xc, j->wq, j->ws, b->y + j->o0, b->out, b->n,
+                        in, 0, m, false);
+    }
+    return NULL;
+}
+
+/* One product, as export/detector.c's linear(): x converted once, W a tile of rows at a time,
+** each tile's outputs split in blocks of 4 between the threads (at most 2 here). */
+static void q8_product(const struct q8b *b, int threads, struct q8job *jobs)
+{
+    if (b->path == P_TILE) {   /* the tile path: conversion here, the sgemm on its threads */
+        size_t rows = Q8_TILE / b->in;
+        rows = rows >= b->out ? b->out : rows / 16 * 16;
+        float *wt = (float *)(void *)jobs[0].wq;
+        openblas_set_num_threads(threads);
+        for (size_t r0 = 0; r0 < b->out; r0 += rows) {
+            const size_t r1 = r0 + rows < b->out ? r0 + rows : b->out;
+            sn_kern_rows_to_f32(b->isa, SN_KERN_Q8_0, b->W, b->in, r0, r1, wt);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)b->n, (int)(r1 - r0),
+                        (int)b->in, 1.0f, b->x, (int)b->in, wt, (int)b->in, 0.0f, b->y + r0,
+                        (int)b->out);
+        }
+        return;
+    }
+    if (b->path == P_BF16)
+        sn_kern_to_bf16(b->isa, b->x, b->n * b->in, b->xb);
+    else
+        sn_kern_q8_quantize(b->x, b->n, b->in, b->xq, b->xs, b->xc);
+    size_t rows = Q8_TILE / b->in;
+    rows = rows >= b->out ? b->out : rows / 16 * 16;
+    for (size_t r0 = 0; r0 < b->out; r0 += rows) {
+        const size_t r1 = r0 + rows < b->out ? r0 + rows : b->out, blocks = (r1 - r0 + 3) / 4;
+        pthread_t tid;
+        for (int i = 0; i < threads; i++) {
+            size_t a = r0 + blocks * (size_t)i / (size_t)threads * 4;
+            size_t e = r0 + blocks * (size_t)(i + 1) / (size_t)threads * 4;
+            jobs[i].b = b;
+            jobs[i].o0 = a;
+            jobs[i].o1 = e < r1 ? e : r1;
+        }
+        bool started = threads > 1 && !pthread_create(&tid, NULL, q8_run, &jobs[1]);
+        q8_run(&jobs[0]);
+        if (started)
+            pthread_join(tid, NULL);
+        else if (threads > 1)
+            q8_run(&jobs[1]);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int q8bench(int argc, char **argv)
+{
+    const size_t n = (size_t)atoi(opt(argc, argv, "--rows", "320"));
+    const int rounds = atoi(opt(argc, argv, "--rounds", "3"));
+    if (n == 0 || rounds < 1 || rounds > 32)
+        return 2;
+    struct sn_kern_cpu cpu;
+    sn_kern_cpu_detect(&cpu);
+    const int best = sn_kern_isa_best(&cpu);
+    bool have[P_COUNT] = {sn_kern_bf16_dot_hw(&cpu, best),
+                          sn_kern_q8_isa(&cpu, SN_KERN_AVX512) == SN_KERN_AVX512,
+                          sn_kern_q8_isa(&cpu, SN_KERN_AVX2) == SN_KERN_AVX2, true};
+    const size_t shapes[2][2] = {{E_, F_}, {F_, E_}};   /* (in, out) */
+    const size_t maxin = F_, maxout = F_;
+    uint8_t *W = malloc(maxout * (maxin / 32) * 34);
+    float *x = malloc(n * maxin * 4), *y = malloc(n * maxout * 4), *y0 = malloc(n * maxout * 4);
+    uint16_t *xb = malloc(n * maxin * 2), *wb = malloc(2 * Q8_TILE * 2);
+    int8_t *xq = malloc(n * maxin), *wq = malloc(4 * Q8_TILE);   /* int8 tiles, or one f32 tile */
+    float *xs = malloc(n * maxin), *ws = malloc(2 * Q8_TILE);
+    int32_t *xc = malloc(n * maxin);
+    if (!W || !x || !y || !y0 || !xb || !wb || !xq || !wq || !xs || !ws || !xc)
+        return 1;
+    struct sn_rng r;
+    sn_rng_seed(&r, 7);
+    for (size_t bl = 0; bl < maxout * (maxin / 32); bl++) {
+        const uint16_t h = sn_f32_to_f16(0.02f / 127.0f * 3.0f);
+        memcpy(W + bl * 34, &h, 2);
+        for (int j = 0; j < 32; j++)
+            W[bl * 34 + 2 + (size_t)j] = (uint8_t)(int8_t)(sn_rng_normal(&r) * 40.0);
+    }
+    for (size_t i = 0; i < n * maxin; i++)
+        x[i] = (float)sn_rng_normal(&r);
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 0)
+        load[0] = -1;
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    printf("OpenBLAS %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(), ct ? ct : "(unset)");
+    printf("Q8_0 products, %zu rows of x; load average %.1f %.1f %.1f\n", n, load[0], load[1],
+           load[2]);
+    static double gf[2][2][P_COUNT][32];   /* shape, threads, path, round */
+    for (int rd = 0; rd < rounds; rd++)
+        for (int s = 0; s < 2; s++)
+            for (int th = 1; th <= 2; th++)
+                for (int p = 0; p < P_COUNT; p++) {
+                    if (!have[p])
+                        continue;
+                    struct q8b b = {p, p == P_BF16 || p == P_TILE ? best
+                                       : p == P_VNNI ? SN_KERN_AVX512 : SN_KERN_AVX2,
+                                    p == P_BF16, shapes[s][0], shapes[s][1], n, W, x,
+                                    p == P_BF16 ? y0 : y, xb, xq, xs, xc};
+                    struct q8job jobs[2] = {{&b, 0, 0, wb, wq, ws},
+                                            {&b, 0, 0, wb + Q8_TILE, wq + Q8_TILE,
+                                             ws + Q8_TILE / 4}};
+                    double t0 = sn_now();
+                    q8_product(&b, th, jobs);
+                    const double t = sn_now() - t0;
+                    gf[s][th - 1][p][rd] = 2.0 * (double)(n * b.in * b.out) / t / 1e9;
+                    if (p != P_BF16 && p != P_TILE && have[P_BF16] && rd == 0 && th == 1) {
+                        double e = 0, a = 0;   /* int8 against BF16: a sanity figure */
+                        for (size_t i = 0; i < n * b.out; i++) {
+                            e = fmax(e, fabs((double)y[i] - y0[i]));
+                            a = fmax(a, fabs((double)y0[i]));
+                        }
+                        printf("  %zu -> %zu, %s: max |y - y_bf16| = %.2e of max |y| %.2e\n",
+                               b.in, b.out, p_names[p], e, a);
+                    }
+                }
+    for (int s = 0; s < 2; s++)
+        for (int th = 1; th <= 2; th++)
+            for (int p = 0; p < P_COUNT; p++) {
+                if (!have[p])
+                    continue;
+                double v[32];
+                memcpy(v, gf[s][th - 1][p], sizeof(double) * (size_t)rounds);
+                printf("%5zu -> %5zu, %d thread%s, %-22s GFLOP/s [", shapes[s][0], shapes[s][1],
+                       th, th > 1 ? "s" : " ", p_names[p]);
+                for (int rd = 0; rd < rounds; rd++)
+                    printf("%s%.1f", rd ? ", " : "", v[rd]);
+                qsort(v, (size_t)rounds, sizeof *v, cmp_double);
+                printf("] median %.1f\n", v[rounds / 2]);
+                printf("RESULT q8_gflops_%zu_%zu_t%d_%s=%.1f\n", shapes[s][0], shapes[s][1], th,
+                       p_keys[p], v[rounds / 2]);
+            }
+    if (getloadavg(load, 3) >= 0)
+        printf("load average after: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
+    free(W);
+    free(x);
+    free(y);
+    free(y0);
+    free(xb);
+    free(wb);
+    free(xq);
+    free(wq);
+    free(xs);
+    free(ws);
+    free(xc);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct sn_err err = {0};
@@ -270,10 +473,12 @@ int main(int argc, char **argv)
         rc = score(argv[2], argv[3], argv[4], argc, argv, &err);
     else if (argc >= 2 && !strcmp(argv[1], "peak"))
         return peak(argc, argv);
+    else if (argc >= 2 && !strcmp(argv[1], "q8"))
+        return q8bench(argc, argv);
     else {
         fprintf(stderr, "usage: bench_detector_formats prepare OUT --tokenizer FILE [--layers L] "
                         "[--tokens T] [--pairs N] | score OUT FILE.gguf REWARDS [--threads N] "
-                        "[--kernels SPEC] | peak [--threads N]\n");
+                        "[--kernels SPEC] | peak [--threads N] | q8 [--rows N] [--rounds R]\n");
         return 2;
     }
     if (rc)

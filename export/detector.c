@@ -3,9 +3,10 @@
 **
 ** Weights stay in the file's type, in the file's memory map (read-only, shared with every
 ** process that maps the same file): F32 matrices go to OpenBLAS's sgemm as they are; F16, BF16
-** and Q8_0 matrices are multiplied through kernels/ (tiles converted to f32 for the sgemm, or
-** BF16 dot products), chosen at open from the CPU's features (docs/export.md "Weight formats
-** and kernels"). Activations, norms, RoPE, attention and the head are f32.
+** and Q8_0 matrices are multiplied through kernels/ (tiles converted to f32 for the sgemm, BF16
+** dot products, or for Q8_0 on request int8 dot products), chosen at open from the CPU's
+** features (docs/export.md "Weight formats and kernels"). Activations, norms, RoPE, attention
+** and the head are f32.
 **
 ** Forward (Hugging Face Qwen2Model, the same math as train/model.c):
 **   x = token_embd[ids]
@@ -85,11 +86,17 @@ struct sn_detector {
     bool     dot_hw;            /* ... with vdpbf16ps */
     size_t   tile_floats;       /* size of wt (0: no matrix goes by f32 tiles) */
     size_t   tile_bf16;         /* size of wb (0: no Q8_0 matrix goes by BF16 dot products) */
+    bool     q8dot;             /* Q8_0 matrices by int8 dot products (kernels/q8.c) */
+    int      q8isa;             /* ... with this kernels/ path (sn_kern_q8_isa) */
     size_t   scratch_bytes;
     float   *scratch;
     float   *x, *a, *q, *att, *g, *u, *s, *kc, *vc, *rc, *rs, *hid, *wt;
     uint16_t *xb;               /* (T, max(E, F)) activations as BF16, for dot products */
     uint16_t *wb;               /* tile_bf16: rows of a Q8_0 matrix as BF16 */
+    void    *q8buf;             /* q8dot: the block below (xq, xs, xc, wq, ws) */
+    int8_t  *xq, *wq;           /* activations as Q8_0 (T, max(E, F)); a tile of W's rows */
+    float   *xs, *ws;           /* their scales, one per group of 4 */
+    int32_t *xc;                /* the activations' VNNI corrections (kernels/kernels.h) */
     char     kernels[512];      /* the choice, in words (sn_detector_kernels) */
     struct sn_ids ids;
 };
@@ -175,6 +182,7 @@ void sn_detector_free(struct sn_detector *d)
     sn_free(d->layers);
     sn_free(d->scratch);
     sn_free(d->xb);
+    sn_free(d->q8buf);
     sn_gguf_close(d->file);
     sn_free(d->system);
     sn_ids_free(&d->ids);
@@ -271,7 +279,10 @@ static int load_mat(struct sn_detector *d, const char *name, struct wmat *w, str
 **                  is F32 or BF16 by dot products, else max(TILE_FLOATS, 16 rows of F))
 ** and, when matrices go by BF16 dot products, in a block of uint16:
 **   xb   T·max(E, F)  activations rounded to BF16
-**   wb   tile_bf16    rows of the Q8_0 matrix being multiplied, as BF16 (when there is one) */
+**   wb   tile_bf16    rows of the Q8_0 matrix being multiplied, as BF16 (when there is one)
+** and, when Q8_0 matrices go by int8 dot products (X = T·max(E, F), R = TILE_FLOATS elements):
+**   xs, ws  X/4, R/4 floats; xc X/4 int32; xq, wq X, R int8: the activations quantized to
+**           Q8_0 and a tile of W's rows unpacked (kernels/kernels.h) */
 static int scratch_layout(struct sn_detector *d, struct sn_err *err)
 {
     const size_t T = (size_t)d->T, E = (size_t)d->h.n_embd, F = (size_t)d->h.n_ff;
@@ -298,6 +309,19 @@ static int scratch_layout(struct sn_detector *d, struct sn_err *err)
         d->wb = d->tile_bf16 ? d->xb + xn : NULL;
         d->scratch_bytes += (xn + d->tile_bf16) * sizeof *d->xb;
     }
+    if (d->q8dot) {
+        const size_t xn = T * (E > F ? E : F), g = (xn + 3) / 4, R = TILE_FLOATS;
+        const size_t b = 2 * g * 4 + R + xn + R;
+        if (!(d->q8buf = sn_malloc(b)))
+            return sn_err_set(err, SN_E_NOMEM, "detector: out of memory for %zu int8 "
+                              "activations (max_tokens %zu); lower max_tokens", xn, T);
+        d->xs = d->q8buf;
+        d->ws = d->xs + g;
+        d->xc = (int32_t *)(void *)(d->ws + R / 4);
+        d->xq = (int8_t *)(d->xc + g);
+        d->wq = d->xq + xn;
+        d->scratch_bytes += b;
+    }
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         *ptrs[i] = d->scratch + off;
@@ -320,8 +344,9 @@ static int scratch_layout(struct sn_detector *d, struct sn_err *err)
 ** spec (params.kernels, else the environment's SENTINEL_KERNELS, else "auto"): an ISA of
 ** kernels/ ("auto" = the widest this CPU runs, "portable", "avx2", "avx512"), optionally
 ** followed by "+dot" or "+tile", how BF16 and Q8_0 matrices are multiplied (default: BF16 dot
-** products where the CPU has AVX512-BF16, f32 tiles into the sgemm otherwise). Asking for what
-** the CPU lacks is an error. */
+** products where the CPU has AVX512-BF16, f32 tiles into the sgemm otherwise), or "+int8":
+** Q8_0 by int8 dot products (AVX512-VNNI, AVX2 or portable: sn_kern_q8_isa), BF16 as by
+** default. Asking for what the CPU lacks is an error. */
 static bool has_type(const struct sn_detector *d, int type)
 {
     if (d->emb.type == type)
@@ -341,6 +366,8 @@ struct kplan {
     struct sn_kern_cpu cpu;
     int  isa;
     bool dot, dot_hw;     /* BF16 and Q8_0 by BF16 dot products; in hardware */
+    bool q8dot;           /* Q8_0 by int8 dot products instead (BF16 as `dot` says) */
+    int  q8isa;
     char text[512];
 };
 
@@ -355,7 +382,7 @@ static int plan(const char *spec, const char *path, struct kplan *k, struct sn_e
     size_t n = plus ? (size_t)(plus - spec) : strlen(spec);
     if (n >= sizeof isa || (plus && strlen(plus + 1) >= sizeof how))
         return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': expected auto, portable, avx2 or "
-                          "avx512, optionally with +dot or +tile", path, spec);
+                          "avx512, optionally with +dot, +tile or +int8", path, spec);
     memcpy(isa, spec, n);
     isa[n] = '\0';
     if (plus)
@@ -371,13 +398,24 @@ static int plan(const char *spec, const char *path, struct kplan *k, struct sn_e
         return sn_err_set(err, SN_E_UNSUPPORTED, "%s: kernels '%s': this CPU lacks them (it "
                           "has: %s)", path, isa, f);
     }
-    if (*how && strcmp(how, "dot") && strcmp(how, "tile"))
-        return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': '+%s' is neither +dot nor +tile",
-                          path, spec, how);
+    if (*how && strcmp(how, "dot") && strcmp(how, "tile") && strcmp(how, "int8"))
+        return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': '+%s' is none of +dot, +tile, "
+                          "+int8", path, spec, how);
     k->dot_hw = sn_kern_bf16_dot_hw(&k->cpu, k->isa);
-    k->dot = *how ? !strcmp(how, "dot") : k->dot_hw;
+    k->q8dot = !strcmp(how, "int8");
+    k->dot = *how && !k->q8dot ? !strcmp(how, "dot") : k->dot_hw;
+    k->q8isa = sn_kern_q8_isa(&k->cpu, k->isa);
     const char *in = sn_kern_isa_name(k->isa);
-    if (k->dot)
+    static const char *const q8how[SN_KERN_ISA_COUNT] = {
+        "portable", "avx2 vpmaddubsw", "avx512_vnni vpdpbusd"};
+    if (k->q8dot)
+        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; F16%s "
+                 "by f32 tiles (%s conversion) + sgemm; %sQ8_0 by int8 dot products (%s; "
+                 "activations quantized to Q8_0)", f, in, k->dot ? "" : ", BF16", in,
+                 k->dot ? (k->dot_hw ? "BF16 by BF16 dot products (avx512_bf16 vdpbf16ps); "
+                                     : "BF16 by BF16 dot products (portable); ") : "",
+                 q8how[k->q8isa]);
+    else if (k->dot)
         snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; F16 by "
                  "f32 tiles (%s conversion) + sgemm; BF16 and Q8_0 by BF16 dot products (%s; "
                  "Q8_0 rows as BF16 tiles)", f, in, in,
@@ -408,13 +446,15 @@ static int choose_kernels(struct sn_detector *d, const char *spec, const char *p
     d->isa = k.isa;
     d->dot_hw = k.dot_hw;
     const bool bf16 = has_type(d, SN_GGML_BF16), q8 = has_type(d, SN_GGML_Q8_0);
-    d->dot = (bf16 || q8) && k.dot;
+    d->q8dot = q8 && k.q8dot;
+    d->q8isa = k.q8isa;
+    d->dot = (bf16 || (q8 && !d->q8dot)) && k.dot;
     const size_t widest = (size_t)(d->h.n_embd > d->h.n_ff ? d->h.n_embd : d->h.n_ff);
     const size_t tile = TILE_FLOATS > TILE_MIN_ROWS * widest ? TILE_FLOATS
                                                               : TILE_MIN_ROWS * widest;
-    if (has_type(d, SN_GGML_F16) || ((bf16 || q8) && !d->dot))
+    if (has_type(d, SN_GGML_F16) || (bf16 && !d->dot) || (q8 && !d->dot && !d->q8dot))
         d->tile_floats = tile;
-    if (q8 && d->dot)
+    if (q8 && d->dot && !d->q8dot)
         d->tile_bf16 = tile;
     snprintf(d->kernels, sizeof d->kernels, "%s", k.text);
     return SN_OK;
@@ -607,9 +647,10 @@ static void rmsnorm(float *y, const float *x, const float *w, int64_t n, int64_t
     }
 }
 
-/* BF16 dot products on n_threads threads, outputs split in blocks of 4: each thread converts
-** its rows of a Q8_0 tile to BF16 (into wb) and multiplies them. kernels/bf16.c computes each
-** output whole, in a fixed order, so the split does not change any bit. At most
+/* BF16 (or int8) dot products on n_threads threads, outputs split in blocks of 4: each thread
+** converts its rows of a Q8_0 tile to BF16 (into wb; or unpacks them into wq, ws) and
+** multiplies them. kernels/bf16.c and kernels/q8.c compute each output whole, in a fixed
+** order, so the split does not change any bit. At most
 ** DOT_MAX_THREADS: the job table lives on the caller's stack. */
 #define DOT_MAX_THREADS 64
 struct dot_job {
@@ -628,6 +669,15 @@ static void *dot_run(void *arg)
     const uint16_t *rows;
     if (m == 0)
         return NULL;
+    if (d->q8dot && j->W->type == SN_GGML_Q8_0) {
+        const size_t off = (size_t)(j->o0 - j->r0);
+        int8_t *wq = d->wq + off * in;
+        float *ws = d->ws + off * in / 4;
+        sn_kern_q8_unpack(j->W->data, in, (size_t)j->o0, (size_t)j->o1, wq, ws);
+        sn_kern_q8_gemm(d->q8isa, d->xq, d->xs, d->xc, wq, ws, j->y + j->o0, (size_t)j->ldy,
+                        (size_t)j->n, in, 0, m, j->accumulate);
+        return NULL;
+    }
     if (j->W->type == SN_GGML_BF16) {
         rows = (const uint16_t *)j->W->data + (size_t)j->o0 * in;
     } else {
@@ -677,6 +727,12 @@ static void linear(const struct sn_detector *d, float *y, int64_t ldy, const flo
     if (W->type == SN_GGML_F32) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f,
                     x, (int)in, W->data, (int)in, accumulate ? 1.0f : 0.0f, y, (int)ldy);
+    } else if (d->q8dot && W->type == SN_GGML_Q8_0) {
+        sn_kern_q8_quantize(x, (size_t)n, (size_t)in, d->xq, d->xs, d->xc);
+        int64_t rows = (int64_t)(TILE_FLOATS / (size_t)in);
+        rows = rows >= out ? out : rows / TILE_MIN_ROWS * TILE_MIN_ROWS;
+        for (int64_t r0 = 0; r0 < out; r0 += rows)
+            dots(d, y, ldy, W, n, r0, r0 + rows < out ? r0 + rows : out, accumulate);
     } else if (d->dot && (W->type == SN_GGML_BF16 || W->type == SN_GGML_Q8_0)) {
         sn_kern_to_bf16(d->isa, x, (size_t)(n * in), d->xb);
         int64_t rows = W->type == SN_GGML_BF16 ? out : (int64_t)(d->tile_bf16 / (size_t)in);

@@ -31,7 +31,8 @@ struct sn_detector_params {
     /* Kernels (docs/export.md "Weight formats and kernels"): NULL = the environment's
     ** SENTINEL_KERNELS, else "auto" (the widest this CPU runs); "auto", "portable", "avx2",
     ** "avx512", each optionally with "+dot" or "+tile" (BF16 and Q8_0 matrices by BF16 dot
-    ** products or by f32 tiles into the sgemm; default: dots where the CPU has AVX512-BF16).
+    ** products or by f32 tiles into the sgemm; default: dots where the CPU has AVX512-BF16) or
+    ** "+int8" (Q8_0 by int8 dot products against activations quantized to Q8_0).
     ** Naming kernels the CPU lacks fails with SN_E_UNSUPPORTED. */
     const char *kernels;
 };

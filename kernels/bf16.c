@@ -9,7 +9,7 @@
 ** as ((l0..7 + l8..15) as 8, then halves, then halves). A row's tail past a multiple of 32
 ** reads as zeros. vdpbf16ps treats subnormal inputs and results as zero (DAZ, FTZ) and the
 ** portable path does not, so the two agree bit for bit unless a subnormal occurs. */
-#include "kernels/kernels.h"
+#include "kernels/kernels_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -53,12 +53,7 @@ static float dot_portable(const uint16_t *x, const uint16_t *w, size_t in)
             acc[j] = fmaf(xo, wo, acc[j]);
             acc[j] = fmaf(xe, we, acc[j]);
         }
-    float s8[8], s4[4];
-    for (int i = 0; i < 8; i++)
-        s8[i] = acc[i] + acc[i + 8];
-    for (int i = 0; i < 4; i++)
-        s4[i] = s8[i] + s8[i + 4];
-    return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+    return sn_kern_lanes_sum(acc);
 }
 
 static void gemm_portable(const uint16_t *xb, const uint16_t *W, float *y, size_t ldy, size_t n,

@@ -13,6 +13,10 @@
 **     the same lane layout and summation order otherwise). Each output is one thread's
 **     dot product over the whole row in a fixed order, so the bits do not depend on how many
 **     threads share the work.
+**   - int8 (Q8_0 only): x quantized to Q8_0 per block of 32 as ggml does, and int8 dot products
+**     per group of 4 scaled and accumulated in 16 f32 lanes (kernels/q8.c: AVX512-VNNI
+**     `vpdpbusd`, AVX2 `vpmaddubsw`, or portable; all three give the same bits, and each output
+**     is one thread's).
 **
 ** Q8_0 (and BF16, as they are) also go to the dot kernels where the CPU has AVX512-BF16: a tile
 ** of rows converted to BF16 (every q of a block is exact in BF16; d · q is rounded to 8
@@ -74,5 +78,21 @@ void sn_kern_rows_to_bf16(int isa, int type, const void *W, size_t in, size_t r0
 void sn_kern_to_bf16(int isa, const float *x, size_t n, uint16_t *xb);
 void sn_kern_bf16_gemm(bool hw, const uint16_t *xb, const uint16_t *W, float *y, size_t ldy,
                        size_t n, size_t in, size_t o0, size_t o1, bool accumulate);
+
+/* Q8_0 by int8 dot products (kernels/q8.c: the arithmetic, the same bits in every path).
+** x (n, in), in a multiple of 32, is quantized per block of 32 as ggml's q8_0 (d = max|x| / 127
+** in f32, q = round(x / d)) into xq (n, in), xs (n, in / 4: each group of 4 elements' block
+** scale) and xc (n, in / 4: -128 · the group's Σ q, for the VNNI path); rows [r0, r1) of a
+** Q8_0 matrix W are unpacked into wq ((r1 - r0), in) and ws ((r1 - r0), in / 4) the same way.
+** sn_kern_q8_gemm: y (n, out) with row stride ldy, outputs [o0, o1) of wq's rows (a thread's
+** share), accumulate adds to y. isa: from sn_kern_q8_isa (AVX512 = AVX512-VNNI `vpdpbusd`,
+** AVX2 = `vpmaddubsw`, else portable). */
+int  sn_kern_q8_isa(const struct sn_kern_cpu *cpu, int isa);
+void sn_kern_q8_quantize(const float *x, size_t n, size_t in, int8_t *xq, float *xs,
+                         int32_t *xc);
+void sn_kern_q8_unpack(const void *W, size_t in, size_t r0, size_t r1, int8_t *wq, float *ws);
+void sn_kern_q8_gemm(int isa, const int8_t *xq, const float *xs, const int32_t *xc,
+                     const int8_t *wq, const float *ws, float *y, size_t ldy, size_t n,
+                     size_t in, size_t o0, size_t o1, bool accumulate);
 
 #endif

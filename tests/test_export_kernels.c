@@ -6,11 +6,13 @@
 **      and rounds f32 to BF16 alike; BF16
 **      dot products (portable, and vdpbf16ps where present) are within 1e-6 · Σ|x·w| of a
 **      double sum of the same BF16 values, on rows whose length is not a multiple of 32, and
-**      a split of the outputs (threads' shares) does not change a bit;
+**      a split of the outputs (threads' shares) does not change a bit; Q8_0 by int8 dot
+**      products (q8_alone below) against double sums, each path with the portable one's bits;
 **   2. a tiny random Qwen2 exported as F32, F16, BF16 and Q8_0: each file's rewards against
 **      the F32 file's within the format's bound (TOL below), under each kernel set forced in
-**      turn (BF16 and Q8_0 by BF16 dot products or by f32 tiles); the tile paths (conversion
-**      to f32 for the sgemm) give the same bits under every ISA;
+**      turn (BF16 and Q8_0 by BF16 dot products or by f32 tiles, Q8_0 by int8 dot products);
+**      the tile paths (conversion to f32 for the sgemm) and the int8 paths give the same bits
+**      under every ISA;
 **   3. memory: opening a Q8_0, BF16, F16 or F32 detector allocates no copy of its matrices
 **      (the bytes asked of sn_malloc at open, less the declared scratch, are under a quarter
 **      of the matrices' f32 size; the weights stay in the file's memory map);
@@ -40,8 +42,9 @@ static const int seq_len[N_SEQ] = {1, 9, 40, 120};
 ** amplifies weight noise (noisy norms and biases, a head of norm ~8: see tests/test_export_q8.c);
 ** F16 keeps 11 mantissa bits, BF16 8, Q8_0 about 7 relative to each block's maximum; BF16 by
 ** dot products also rounds every activation entering a product to 8 bits. The measured worst
-** cases (printed) were 6.3e-4 (F16), 3.2e-2 (BF16 tiles), 2.0e-2 (BF16 dots), 5.0e-2 (Q8_0);
-** each bound is about 3x its own. */
+** cases (printed) were 6.3e-4 (F16), 3.2e-2 (BF16 tiles), 2.0e-2 (BF16 dots), 5.0e-2 (Q8_0;
+** 7.4e-2 by int8 dot products, which also quantize the activations); each bound is about 3x
+** its own (2x for Q8_0 by int8). */
 static double tol_of(int type, bool dot)
 {
     switch (type) {
@@ -152,6 +155,112 @@ static void kernels_alone(const struct sn_kern_cpu *cpu)
                memcmp(y[0], y[1], sizeof y[0]) ? "differ in the last bits" : "agree bit for bit");
 }
 
+/* Q8_0 by int8 dot products (kernels/q8.c), on random Q8_0 matrices (every q, -128 included)
+** of an odd and an even number of blocks per row, and activations with an all-zero block:
+**   - the activations' quantization is ggml's q8_0: |x - d·q| <= d/2 (+ rounding), max|q| = 127;
+**   - each path (portable always; AVX2 and AVX512-VNNI where this CPU runs them) is within
+**     1e-5 · Σ|terms| of a double sum of the same quantized values, and within that plus
+**     Σ (d_x/2)·|w| of the double product of the unquantized x;
+**   - every path gives the portable path's bits, and a split of the outputs (threads' shares)
+**     changes none. */
+static void q8_alone(const struct sn_kern_cpu *cpu)
+{
+    enum { N = 7, OUT = 9, MAXIN = 256 };
+    static const size_t widths[2] = {224, 256};
+    struct sn_rng r;
+    sn_rng_seed(&r, 11);
+    for (int wi = 0; wi < 2; wi++) {
+        const size_t in = widths[wi], nb = in / 32;
+        static uint8_t W[OUT * (MAXIN / 32) * 34];
+        static int8_t wq[OUT * MAXIN], xq[N * MAXIN];
+        static float ws[OUT * MAXIN / 4], xs[N * MAXIN / 4], x[N * MAXIN], wf[OUT * MAXIN];
+        static int32_t xc[N * MAXIN / 4];
+        for (size_t b = 0; b < OUT * nb; b++) {
+            const uint16_t h = sn_f32_to_f16((float)(0.01 + 0.02 * sn_rng_uniform(&r)));
+            memcpy(W + b * 34, &h, 2);
+            for (int j = 0; j < 32; j++)
+                W[b * 34 + 2 + (size_t)j] = (uint8_t)sn_rng_below(&r, 256);
+        }
+        for (size_t i = 0; i < N * in; i++)
+            x[i] = i / 32 == 3 ? 0.0f : (float)sn_rng_normal(&r) * (i % 7 == 0 ? 3.0f : 1.0f);
+        sn_kern_rows_to_f32(SN_KERN_PORTABLE, SN_KERN_Q8_0, W, in, 0, OUT, wf);
+        sn_kern_q8_unpack(W, in, 0, OUT, wq, ws);
+        sn_kern_q8_quantize(x, N, in, xq, xs, xc);
+        for (size_t b = 0; b < N * nb; b++) {
+            const float d = xs[b * 8];
+            int qmax = 0;
+            for (size_t j = b * 32; j < b * 32 + 32; j++) {
+                CHECK(fabs(x[j] - (double)d * xq[j]) <= d * (0.5 + 1e-4));
+                qmax = abs(xq[j]) > qmax ? abs(xq[j]) : qmax;
+            }
+            CHECK(b % nb == 3 && b / nb == 0 ? d == 0.0f && qmax == 0 : qmax == 127);
+        }
+        float y[N * OUT], y2[N * OUT];
+        sn_kern_q8_gemm(SN_KERN_PORTABLE, xq, xs, xc, wq, ws, y, OUT, N, in, 0, OUT, false);
+        for (size_t t = 0; t < N; t++)
+            for (size_t o = 0; o < OUT; o++) {
+                double s = 0, a = 0, full = 0, qerr = 0;
+                for (size_t k = 0; k < in; k++) {
+                    const double p = (double)xs[(t * in + k) / 4] * ws[(o * in + k) / 4] *
+                                     xq[t * in + k] * wq[o * in + k];
+                    s += p;
+                    a += fabs(p);
+                    full += (double)x[t * in + k] * wf[o * in + k];
+                    qerr += xs[(t * in + k) / 4] * 0.5 * fabs(wf[o * in + k]);
+                }
+                const double v = y[t * OUT + o];
+                CHECK_MSG(fabs(v - s) <= 1e-5 * a, "q8 dot (%zu, %zu) in %zu: %.9g vs %.9g", t,
+                          o, in, v, s);
+                CHECK_MSG(fabs(v - full) <= 1e-5 * a + qerr * (1 + 1e-6), "q8 dot (%zu, %zu) "
+                          "in %zu: %.9g vs unquantized %.9g", t, o, in, v, full);
+            }
+        for (int isa = SN_KERN_PORTABLE; isa < SN_KERN_ISA_COUNT; isa++) {
+            if (sn_kern_q8_isa(cpu, isa) != isa) {
+                printf("Q8_0 int8 dot products, %s: this CPU lacks them; skipped\n",
+                       sn_kern_isa_name(isa));
+                continue;
+            }
+            /* two threads' shares, accumulating onto zeros */
+            memset(y2, 0, sizeof y2);
+            sn_kern_q8_gemm(isa, xq, xs, xc, wq, ws, y2, OUT, N, in, 0, 4, true);
+            sn_kern_q8_gemm(isa, xq, xs, xc, wq, ws, y2, OUT, N, in, 4, OUT, false);
+            CHECK_MSG(!memcmp(y, y2, sizeof y), "Q8_0 int8 dots, %s, in %zu: not the portable "
+                      "path's bits", sn_kern_isa_name(isa), in);
+            printf("Q8_0 int8 dot products, %s, in %zu: the portable path's bits\n",
+                   sn_kern_isa_name(isa), in);
+        }
+    }
+    /* a non-finite activation gives non-finite outputs in its row, as the f32 product would;
+    ** a block of subnormals quantizes to zeros */
+    const size_t in = 64;
+    static float x[N * 64];
+    static int8_t xq[N * 64];
+    static float xs[N * 16];
+    static int32_t xc[N * 16];
+    for (size_t i = 0; i < N * in; i++)
+        x[i] = i < 32 ? 1e-41f : 1.0f;
+    x[40] = NAN;
+    x[64 + 3] = INFINITY;
+    sn_kern_q8_quantize(x, N, in, xq, xs, xc);
+    for (int j = 0; j < 32; j++)
+        CHECK(xq[j] == 0 && xq[32 + j] == 0 && xq[64 + j] == 0);
+    CHECK(xq[96] == 127 && xs[0] == 1e-41f / 127.0f);
+    static int8_t wq[2 * 64];
+    static float ws[2 * 16], y[N * 2];
+    for (size_t i = 0; i < 2 * in; i++)
+        wq[i] = (int8_t)(i % 5) - 2;
+    for (size_t i = 0; i < 2 * in / 4; i++)
+        ws[i] = 0.5f;
+    for (int isa = SN_KERN_PORTABLE; isa < SN_KERN_ISA_COUNT; isa++) {
+        if (sn_kern_q8_isa(cpu, isa) != isa)
+            continue;
+        sn_kern_q8_gemm(isa, xq, xs, xc, wq, ws, y, 2, N, in, 0, 2, false);
+        CHECK_MSG(!isfinite(y[0]) && !isfinite(y[1]) && !isfinite(y[2]) && !isfinite(y[3]) &&
+                  isfinite(y[4]) && isfinite(y[5]), "%s: non-finite activations",
+                  sn_kern_isa_name(isa));
+    }
+}
+
 /* ---- 2. forward per format and kernel set ------------------------------------------------- */
 
 struct seqs {
@@ -184,7 +293,7 @@ static int bf16_dot(const char *gguf, const char *spec)
     int rc = sn_detector_open(gguf, &dp, &d, &E), dot = -1;
     if (rc == SN_OK) {
         printf("%s: %s\n", spec, sn_detector_kernels(d));
-        dot = strstr(sn_detector_kernels(d), "BF16 by dot") != NULL;
+        dot = strstr(sn_detector_kernels(d), "by BF16 dot") != NULL;
     } else {
         CHECK_MSG(rc == SN_E_UNSUPPORTED, "%s", E.msg);
         printf("%s: %s; skipped\n", spec, E.msg);
@@ -294,8 +403,10 @@ int main(int argc, char **argv)
     char feat[256];
     sn_kern_cpu_describe(&cpu, feat, sizeof feat);
     printf("cpu: %s\n", feat);
-    if (!spec)
+    if (!spec) {
         kernels_alone(&cpu);
+        q8_alone(&cpu);
+    }
 
     char mdir[1100], gg[4][1100];
     const int types[4] = {SN_GGML_F32, SN_GGML_F16, SN_GGML_BF16, SN_GGML_Q8_0};
@@ -328,7 +439,9 @@ int main(int argc, char **argv)
     /* 2. the portable sets always; the others where this CPU has them. Tiles: the same bits
     ** under every ISA. */
     static const char *const specs[] = {"portable+tile", "portable+dot", "avx2+tile",
-                                        "avx2+dot", "avx512+tile", "avx512+dot"};
+                                        "avx2+dot", "avx512+tile", "avx512+dot",
+                                        "portable+int8", "avx2+int8", "avx512+int8"};
+    float int8_ref[N_SEQ];
     float tile_ref[4][N_SEQ];
     CHECK(formats(ggs, types, "portable+tile", &s, r32, tile_ref) == 0);
     for (size_t k = 1; k < sizeof specs / sizeof *specs; k++) {
@@ -338,6 +451,12 @@ int main(int argc, char **argv)
             if (strstr(specs[k], "+tile") || (types[f] != SN_GGML_BF16 && types[f] != SN_GGML_Q8_0))
                 CHECK_MSG(!memcmp(out[f], tile_ref[f], sizeof out[f]), "%s %s: not the "
                           "portable tiles' bits", specs[k], sn_ggml_type_name(types[f]));
+        /* Q8_0 by int8 dot products: the same bits under every ISA (kernels/q8.c) */
+        if (!strcmp(specs[k], "portable+int8"))
+            memcpy(int8_ref, out[3], sizeof int8_ref);
+        else if (strstr(specs[k], "+int8"))
+            CHECK_MSG(!memcmp(out[3], int8_ref, sizeof int8_ref), "%s Q8_0: not the portable "
+                      "int8 path's bits", specs[k]);
     }
     /* a set the CPU lacks, or a bad one, is an error naming it */
     struct sn_detector_params dp = sn_detector_default_params();
