@@ -8,3 +8,13 @@ set_tests_properties(collab_pipeline PROPERTIES ENVIRONMENT "${SN_TEST_ENV}"
 if(NOT SENTINEL_WITH_TORCH)
   set_tests_properties(collab_pipeline PROPERTIES DISABLED TRUE)
 endif()
+
+# tests/collab_tokenize.sh: the recipe section `tokenize` and the LM stage read only the
+# training debates (docs/run.md "Recipe section `tokenize`").
+add_test(NAME collab_tokenize COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/collab_tokenize.sh)
+set_tests_properties(collab_tokenize PROPERTIES ENVIRONMENT "${SN_TEST_ENV}"
+                     LABELS "noasan" TIMEOUT 900
+                     WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/test-tmp)
+if(NOT SENTINEL_WITH_TORCH)
+  set_tests_properties(collab_tokenize PROPERTIES DISABLED TRUE)
+endif()
