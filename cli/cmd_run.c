@@ -40,7 +40,9 @@ static void usage(FILE *f)
 "  import    OUT/trajectories/   (a recipe with an `import` section instead) `sentinel import`\n"
 "                                of each of import.sets to <name>.jsonl.gz\n"
 "  build     OUT/shards/         tuples (tokenizer: build.tokenizer, else the demo tokenizer\n"
-"                                written to OUT/tokenizer.json)\n"
+"                                written to OUT/tokenizer.json; with a `tokenize` section,\n"
+"                                `sentinel tokenize train` on the import sets not in\n"
+"                                eval.sets first: OUT/tokenize/tokenizer.json)\n"
 "  train     OUT/train/          the `train` section (docs/train.md)\n"
 "  export    OUT/detector.gguf   the best checkpoint (full mode) or its adapter on the base\n"
 "  eval      OUT/eval/           fresh debates of the `eval` section (its `dataset` and\n"
@@ -73,6 +75,7 @@ static void usage(FILE *f)
 "(docs/run.md).\n"
 "Section `import`: format (collab-attack, chatlog), answers, skip_unsupported, skip_bad,\n"
 "sets (list of {name, paths, group_model, adv_model}).\n"
+"Section `tokenize` (with an import): vocab_size, min_frequency.\n"
 "Exit status: 0 ok, 1 a stage failed (re-run to resume), 2 usage or recipe error, 130/143\n"
 "a stage stopped by SIGINT/SIGTERM with its state saved (re-run to resume).\n");
 }
@@ -119,10 +122,11 @@ struct run {
     char key[N_STAGES][65];
     char p_traj[PATH_MAX + 32], p_shards[PATH_MAX + 32], p_tok[PATH_MAX + 32],
         p_train[PATH_MAX + 32], p_pretrain[PATH_MAX + 32], p_gguf[PATH_MAX + 32],
+        p_tokenize[PATH_MAX + 32], p_tok_trained[PATH_MAX + 48], p_tok_inputs[PATH_MAX + 48],
         p_eval[PATH_MAX + 32],
         p_eval_traj[PATH_MAX + 48], p_eval_recipe[PATH_MAX + 48], p_report[PATH_MAX + 48],
         p_report_json[PATH_MAX + 48], p_items[PATH_MAX + 48], p_arms[PATH_MAX + 48];
-    const char *tokenizer; /* build.tokenizer or p_tok */
+    const char *tokenizer; /* build.tokenizer, p_tok_trained (section tokenize) or p_tok */
     bool detector_in_eval; /* eval accepted --detector */
     bool import;           /* stage 0 is `import` (the recipe has an import section) */
 };
@@ -148,8 +152,8 @@ static void stage_key(struct run *r, int s)
     const char *names[3] = {stage_name(r, s), NULL, NULL};
     if (s == ST_EVAL) /* the eval debates use simulate's endpoints and defaults, or the sets */
         names[1] = r->import ? "import" : "simulate";
-    if (s == ST_BUILD && !r->tokenizer[0])
-        names[1] = NULL;
+    if (s == ST_BUILD && r->dec.tokenize.present) /* absent: the keys of older runs stay valid */
+        names[1] = "tokenize";
     for (int i = 0; names[i]; i++) {
         const cJSON *sec = section(r, names[i]);
         char *txt = sec ? cJSON_PrintUnformatted(sec) : NULL;
@@ -311,6 +315,87 @@ static int run_pretrain(struct run *r, char *set_base, size_t cap)
     return k > 0 && (size_t)k < cap ? SN_EXIT_OK : SN_EXIT_FAIL;
 }
 
+/* Section `tokenize` (docs/run.md "Recipe section `tokenize`"), run by the build stage before
+** the build: `sentinel tokenize train` on the trajectories of the import sets that eval.sets does
+** not name, so no held-out debate reaches the tokenizer. OUT/tokenize/inputs.json records the
+** settings and each input's SHA-256; the training is skipped when the tokenizer exists with the
+** same record (an import re-run gives byte-identical trajectories). */
+static int run_tokenize(struct run *r)
+{
+    const struct sn_cli_tokenize *t = &r->dec.tokenize;
+    static char paths[64][PATH_MAX + 128];
+    struct sn_err err = {0};
+    struct argv_b b = {.n = 0};
+    char vocab[32], minf[32];
+    cJSON *rec = cJSON_CreateObject(), *ins = cJSON_CreateArray(), *old = NULL;
+    int rc = SN_EXIT_OK, n = 0;
+    if (!rec || !ins) {
+        cJSON_Delete(rec);
+        cJSON_Delete(ins);
+        return SN_EXIT_FAIL;
+    }
+    cJSON_AddStringToObject(rec, "schema", "sentinel.run-tokenize/1");
+    cJSON_AddNumberToObject(rec, "vocab_size", (double)t->vocab_size);
+    cJSON_AddNumberToObject(rec, "min_frequency", (double)t->min_frequency);
+    cJSON_AddItemToObject(rec, "inputs", ins);
+    snprintf(vocab, sizeof vocab, "%lld", (long long)t->vocab_size);
+    snprintf(minf, sizeof minf, "%lld", (long long)t->min_frequency);
+    arg(&b, r->self);
+    arg(&b, "tokenize");
+    arg(&b, "train");
+    arg(&b, "-o");
+    arg(&b, r->p_tok_trained);
+    arg(&b, "--vocab-size");
+    arg(&b, vocab);
+    arg(&b, "--min-frequency");
+    arg(&b, minf);
+    arg(&b, "--progress");
+    arg(&b, "plain");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, r->dec.import.sets) {
+        const char *name = str_key(e, "name");
+        char hex[65];
+        if (!sn_cli_tokenize_reads(&r->dec, name))
+            continue;
+        if (n == 64) {
+            fprintf(stderr, "sentinel run: tokenize: at most 64 training sets\n");
+            rc = SN_EXIT_USAGE;
+            goto out;
+        }
+        snprintf(paths[n], sizeof paths[n], "%s/%s.jsonl.gz", r->p_traj, name);
+        if (sn_sha256_file(paths[n], hex, &err)) {
+            rc = sn_cli_fail("run", &err);
+            goto out;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(ins, o);
+        cJSON_AddStringToObject(o, "set", name);
+        cJSON_AddStringToObject(o, "path", paths[n]);
+        cJSON_AddStringToObject(o, "sha256", hex);
+        arg(&b, paths[n++]);
+    }
+    if (sn_path_exists(r->p_tok_trained) && sn_path_exists(r->p_tok_inputs) &&
+        !sn_json_load(r->p_tok_inputs, &old, &err) && cJSON_Compare(old, rec, true)) {
+        printf("sentinel run: tokenize up to date (skipped): %s\n", r->p_tok_trained);
+        goto out;
+    }
+    err = (struct sn_err){0};
+    if (sn_mkdirs(r->p_tokenize, &err)) {
+        rc = sn_cli_fail("run", &err);
+        goto out;
+    }
+    unlink(r->p_tok_inputs); /* a kill during the training leaves no record that matches */
+    printf("sentinel run: tokenize: %d training set(s) -> %s\n", n, r->p_tok_trained);
+    if ((rc = spawn(b.a, NULL)))
+        goto out;
+    if (sn_json_save(r->p_tok_inputs, rec, &err))
+        rc = sn_cli_fail("run", &err);
+out:
+    cJSON_Delete(old);
+    cJSON_Delete(rec);
+    return rc;
+}
+
 static int run_stage(struct run *r, int s)
 {
     struct argv_b b = {.n = 0};
@@ -328,6 +413,8 @@ static int run_stage(struct run *r, int s)
         arg(&b, "plain");
         return spawn(b.a, NULL);
     case ST_BUILD:
+        if (r->dec.tokenize.present && (rc = run_tokenize(r)))
+            return rc;
         if (r->tokenizer == r->p_tok && !sn_path_exists(r->p_tok)) {
             struct argv_b t = {.n = 0};
             arg(&t, r->self);
@@ -747,6 +834,9 @@ int sn_cmd_run(int argc, char **argv)
     snprintf(r.p_tok, sizeof r.p_tok, "%s/tokenizer.json", r.out);
     snprintf(r.p_train, sizeof r.p_train, "%s/train", r.out);
     snprintf(r.p_pretrain, sizeof r.p_pretrain, "%s/pretrain", r.out);
+    snprintf(r.p_tokenize, sizeof r.p_tokenize, "%s/tokenize", r.out);
+    snprintf(r.p_tok_trained, sizeof r.p_tok_trained, "%s/tokenizer.json", r.p_tokenize);
+    snprintf(r.p_tok_inputs, sizeof r.p_tok_inputs, "%s/inputs.json", r.p_tokenize);
     snprintf(r.p_gguf, sizeof r.p_gguf, "%s/detector.gguf", r.out);
     snprintf(r.p_eval, sizeof r.p_eval, "%s/eval", r.out);
     snprintf(r.p_arms, sizeof r.p_arms, "%s/eval/arms", r.out);
@@ -756,6 +846,8 @@ int sn_cmd_run(int argc, char **argv)
     snprintf(r.p_report_json, sizeof r.p_report_json, "%s/eval/report.json", r.out);
     snprintf(r.p_items, sizeof r.p_items, "%s/eval/items.csv", r.out);
     r.tokenizer = r.dec.build_r.tokenizer;
+    if (r.dec.tokenize.present) /* build.tokenizer is refused with it (cli/recipe_check.c) */
+        r.tokenizer = r.p_tok_trained;
     if (!r.tokenizer)
         r.tokenizer = r.p_tok;
     if (sn_mkdirs(r.out, &err)) {

@@ -55,6 +55,58 @@ int sn_cli_eval_sim_recipe(const cJSON *recipe, cJSON **out, struct sn_err *err)
     return SN_OK;
 }
 
+bool sn_cli_tokenize_reads(const struct sn_cli_recipe *dec, const char *name)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, dec->eval.sets)
+        if (cJSON_IsString(x) && !strcmp(x->valuestring, name))
+            return false;
+    return true;
+}
+
+/* Section `tokenize` (docs/run.md "Recipe section `tokenize`"). Only with an import: the sets
+** that eval.sets names are the held-out debates and every other set trains, so the tokenizer's
+** inputs are known by name before anything runs; a simulated run's held-out questions are only
+** known to the build's split, after the tokenizer would have read them. */
+static int tokenize_from_recipe(const cJSON *recipe, struct sn_cli_recipe *out,
+                                struct sn_err *err)
+{
+    static const char *const keys[] = {"vocab_size", "min_frequency", NULL};
+    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(recipe, "tokenize");
+    struct sn_cli_tokenize *t = &out->tokenize;
+    int rc;
+    if (!sec)
+        return SN_OK;
+    if (!cJSON_IsObject(sec))
+        return sn_err_set(err, SN_E_ARG, "recipe: tokenize: expected an object");
+    t->present = true;
+    if ((rc = sn_recipe_check_keys(sec, "tokenize", keys, err)) ||
+        (rc = sn_json_get_int(sec, "tokenize", "vocab_size", 8192, &t->vocab_size, err)) ||
+        (rc = sn_json_get_int(sec, "tokenize", "min_frequency", 2, &t->min_frequency, err)))
+        return rc;
+    if (t->vocab_size < 259 || t->vocab_size > (int64_t)1 << 24)
+        return sn_err_set(err, SN_E_ARG, "recipe: tokenize.vocab_size %" PRId64 ": expected 259 "
+                          "(the 256 bytes and the 3 ChatML tokens) to 16777216", t->vocab_size);
+    if (t->min_frequency < 1)
+        return sn_err_set(err, SN_E_ARG, "recipe: tokenize.min_frequency %" PRId64 ": expected "
+                          "1 or more", t->min_frequency);
+    if (!out->import.present || !out->eval.present || !out->eval.imported)
+        return sn_err_set(err, SN_E_ARG, "recipe: tokenize: needs an `import` section and "
+                          "eval.sets: the tokenizer trains on the import sets that eval.sets "
+                          "does not name (docs/run.md \"Recipe section `tokenize`\")");
+    if (out->build_r.tokenizer)
+        return sn_err_set(err, SN_E_ARG, "recipe: tokenize and build.tokenizer exclude each "
+                          "other (the tokenize section writes the build's tokenizer)");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, out->import.sets) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(n) && sn_cli_tokenize_reads(out, n->valuestring))
+            return SN_OK;
+    }
+    return sn_err_set(err, SN_E_ARG, "recipe: tokenize: every import set is named in eval.sets: "
+                      "no training set to learn the tokenizer from");
+}
+
 int sn_cli_recipe_check(const char *path, const cJSON *recipe, bool eval_debates,
                         struct sn_cli_recipe *out, struct sn_err *err)
 {
@@ -68,7 +120,8 @@ int sn_cli_recipe_check(const char *path, const cJSON *recipe, bool eval_debates
     if (rc || (rc = sn_build_params_from_recipe(recipe, &out->build, &out->build_r, err)) ||
         (rc = sn_train_params_from_recipe(recipe, &out->train, err)) ||
         (rc = sn_export_params_from_recipe(recipe, &out->export_, err)) ||
-        (rc = sn_eval_params_from_recipe(recipe, &out->eval, err)))
+        (rc = sn_eval_params_from_recipe(recipe, &out->eval, err)) ||
+        (rc = tokenize_from_recipe(recipe, out, err)))
         return rc;
     if (eval_debates && out->eval.present && !out->eval.imported) {
         /* the eval stage's own debates: eval.experiments under simulate's defaults */
@@ -112,6 +165,19 @@ int sn_cli_recipe_describe(const char *cmd, const char *path, const cJSON *recip
                            t->pretrain_lr > 0 ? t->pretrain_lr : t->sched.lr > 0 ? t->sched.lr
                                                                                  : 1e-3,
                            t->pretrain_lr > 0 || t->sched.lr > 0 ? "" : " (full mode's)");
+    if (!rc && dec->tokenize.present) {
+        rc = sn_buf_printf(&b, &err, "tokenize:   byte-level BPE, vocab %" PRId64 ", min "
+                           "frequency %" PRId64 ", trained on the import sets",
+                           dec->tokenize.vocab_size, dec->tokenize.min_frequency);
+        const cJSON *e;
+        cJSON_ArrayForEach(e, dec->import.sets) {
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+            if (!rc && cJSON_IsString(n) && sn_cli_tokenize_reads(dec, n->valuestring))
+                rc = sn_buf_printf(&b, &err, " %s", n->valuestring);
+        }
+        if (!rc)
+            rc = sn_buf_puts(&b, " (not eval.sets)\n", &err);
+    }
     size_t len = b.len;
     if (!rc)
         rc = sn_buf_puts(&b, "Hugging Face names and the sentinel keys they set:\n", &err);

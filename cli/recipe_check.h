@@ -9,6 +9,14 @@
 #include "train/recipe.h"
 #include "tuples/recipe.h"
 
+/* Section `tokenize` (docs/run.md "Recipe section `tokenize`"): a byte-level BPE trained by
+** `sentinel tokenize train` on the training sets' debates before the build. */
+struct sn_cli_tokenize {
+    bool    present;
+    int64_t vocab_size;    /* --vocab-size, default 8192 */
+    int64_t min_frequency; /* --min-frequency, default 2 */
+};
+
 /* What the sections decode to (strings and JSON borrowed from the recipe). */
 struct sn_cli_recipe {
     struct sn_import_recipe import;
@@ -17,6 +25,7 @@ struct sn_cli_recipe {
     struct sn_train_params  train;
     struct sn_export_recipe export_;
     struct sn_eval_recipe   eval;
+    struct sn_cli_tokenize  tokenize;
 };
 /* Decodes every section of recipe (loaded from path) in pipeline order with each stage's own
 ** decoder: import, simulate (sn_simulate_check_recipe), build, train, export, eval, and, with
@@ -27,6 +36,10 @@ struct sn_cli_recipe {
 int  sn_cli_recipe_check(const char *path, const cJSON *recipe, bool eval_debates,
                          struct sn_cli_recipe *out, struct sn_err *err);
 void sn_cli_recipe_free(struct sn_cli_recipe *r);
+/* Whether import set `name` trains the tokenizer of section `tokenize`: every import set that
+** eval.sets does not name (those are the held-out debates, docs/run.md "Recipe section
+** `tokenize`"). */
+bool sn_cli_tokenize_reads(const struct sn_cli_recipe *dec, const char *name);
 /* The eval stage's simulate recipe (docs/run.md "Evaluation debates"): the recipe's `simulate`
 ** section with eval.dataset and eval.experiments in place of defaults.dataset and
 ** experiments. *out is the caller's (cJSON_Delete). */

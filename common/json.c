@@ -302,8 +302,8 @@ static int check_duplicates(const cJSON *v, struct sn_buf *path, const char *nam
 /* The sections of a recipe (docs/formats.md#recipe); each stage checks the keys inside its own
 ** (`import`: `sentinel run`, docs/run.md).
 ** "about" is free text for the reader of the recipe (what it is for, what it needs). */
-static const char *const recipe_sections[] = {"about", "simulate", "import", "build", "train",
-                                              "export", "eval", "out_dir", NULL};
+static const char *const recipe_sections[] = {"about", "simulate", "import", "tokenize", "build",
+                                              "train", "export", "eval", "out_dir", NULL};
 
 int sn_recipe_load(const char *path, const char *const *overrides, size_t n_overrides,
                    cJSON **out, struct sn_err *err)
