@@ -2,10 +2,10 @@
 ** pure C + OpenBLAS + kernels/ (docs/design.md §3, §4 "Reward model").
 **
 ** Weights stay in the file's type, in the file's memory map (read-only, shared with every
-** process that maps the same file): F32 matrices go to OpenBLAS's sgemm as they are; F16, BF16
-** and Q8_0 matrices are multiplied through kernels/ (tiles converted to f32 for the sgemm, BF16
-** dot products, or for Q8_0 on request int8 dot products), chosen at open from the CPU's
-** features (docs/export.md "Weight formats and kernels"). Activations, norms, RoPE, attention
+** process that maps the same file): F32 matrices go to an f32 GEMM as they are (kernels/sgemm.c
+** where the CPU has AVX-512F, else OpenBLAS's sgemm); F16, BF16 and Q8_0 matrices are
+** multiplied through kernels/ (tiles converted to f32 for that GEMM, BF16 dot products, or for
+** Q8_0 on request int8 dot products), chosen at open from the CPU's features (docs/export.md "Weight formats and kernels"). Activations, norms, RoPE, attention
 ** and the head are f32.
 **
 ** Forward (Hugging Face Qwen2Model, the same math as train/model.c):
@@ -65,6 +65,9 @@ struct layer {
 ** for the sgemm to run near its peak, and the conversion is ~1/n of the product's work). */
 #define TILE_FLOATS ((size_t)2 << 20)
 #define TILE_MIN_ROWS 16
+/* At most this many threads share a product of our own kernels (dots, sgemms): their job
+** table lives on the caller's stack. */
+#define JOBS_MAX 64
 
 struct sn_detector {
     struct sn_qwen2_hparams h;
@@ -97,6 +100,8 @@ struct sn_detector {
     int8_t  *xq, *wq;           /* activations as Q8_0 (T, max(E, F)); a tile of W's rows */
     float   *xs, *ws;           /* their scales, one per group of 4 */
     int32_t *xc;                /* the activations' VNNI corrections (kernels/kernels.h) */
+    bool     sgemm;             /* F32 matrices and f32 tiles by kernels/sgemm.c, not OpenBLAS */
+    float   *sg;                /* its packing scratch, sn_kern_sgemm_scratch() per thread */
     char     kernels[512];      /* the choice, in words (sn_detector_kernels) */
     struct sn_ids ids;
 };
@@ -183,6 +188,7 @@ void sn_detector_free(struct sn_detector *d)
     sn_free(d->scratch);
     sn_free(d->xb);
     sn_free(d->q8buf);
+    sn_free(d->sg);
     sn_gguf_close(d->file);
     sn_free(d->system);
     sn_ids_free(&d->ids);
@@ -346,7 +352,10 @@ static int scratch_layout(struct sn_detector *d, struct sn_err *err)
 ** followed by "+dot" or "+tile", how BF16 and Q8_0 matrices are multiplied (default: BF16 dot
 ** products where the CPU has AVX512-BF16, f32 tiles into the sgemm otherwise), or "+int8":
 ** Q8_0 by int8 dot products (AVX512-VNNI, AVX2 or portable: sn_kern_q8_isa), BF16 as by
-** default. Asking for what the CPU lacks is an error. */
+** default; and optionally "+blas": F32 matrices and f32 tiles by OpenBLAS's sgemm, which is
+** the default only where the ISA is not avx512 (kernels/sgemm.c's AVX-512F kernel otherwise:
+** faster than OpenBLAS's kernels as the environment picks them, and its bits do not depend on
+** the thread count). Asking for what the CPU lacks is an error. */
 static bool has_type(const struct sn_detector *d, int type)
 {
     if (d->emb.type == type)
@@ -368,6 +377,7 @@ struct kplan {
     bool dot, dot_hw;     /* BF16 and Q8_0 by BF16 dot products; in hardware */
     bool q8dot;           /* Q8_0 by int8 dot products instead (BF16 as `dot` says) */
     int  q8isa;
+    bool sgemm;           /* F32 and f32 tiles by kernels/sgemm.c (else OpenBLAS) */
     char text[512];
 };
 
@@ -378,15 +388,28 @@ static int plan(const char *spec, const char *path, struct kplan *k, struct sn_e
     if (!spec || !*spec)
         spec = "auto";
     char isa[32], how[8] = "";
+    bool blas = false;
     const char *plus = strchr(spec, '+');
     size_t n = plus ? (size_t)(plus - spec) : strlen(spec);
-    if (n >= sizeof isa || (plus && strlen(plus + 1) >= sizeof how))
+    if (n >= sizeof isa)
         return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': expected auto, portable, avx2 or "
-                          "avx512, optionally with +dot, +tile or +int8", path, spec);
+                          "avx512, optionally with +dot, +tile or +int8 and +blas", path, spec);
     memcpy(isa, spec, n);
     isa[n] = '\0';
-    if (plus)
-        memcpy(how, plus + 1, strlen(plus + 1) + 1);
+    while (plus) {   /* the modifiers: at most one of dot, tile, int8; blas */
+        const char *m = plus + 1;
+        plus = strchr(m, '+');
+        const size_t mn = plus ? (size_t)(plus - m) : strlen(m);
+        if (mn == 4 && !strncmp(m, "blas", 4) && !blas) {
+            blas = true;
+            continue;
+        }
+        if (*how || mn == 0 || mn >= sizeof how)
+            return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': expected at most one of +dot, "
+                              "+tile, +int8 and at most one +blas", path, spec);
+        memcpy(how, m, mn);
+        how[mn] = '\0';
+    }
     sn_kern_cpu_detect(&k->cpu);
     char f[256];
     sn_kern_cpu_describe(&k->cpu, f, sizeof f);
@@ -400,29 +423,31 @@ static int plan(const char *spec, const char *path, struct kplan *k, struct sn_e
     }
     if (*how && strcmp(how, "dot") && strcmp(how, "tile") && strcmp(how, "int8"))
         return sn_err_set(err, SN_E_ARG, "%s: kernels '%s': '+%s' is none of +dot, +tile, "
-                          "+int8", path, spec, how);
+                          "+int8, +blas", path, spec, how);
     k->dot_hw = sn_kern_bf16_dot_hw(&k->cpu, k->isa);
     k->q8dot = !strcmp(how, "int8");
     k->dot = *how && !k->q8dot ? !strcmp(how, "dot") : k->dot_hw;
     k->q8isa = sn_kern_q8_isa(&k->cpu, k->isa);
+    k->sgemm = !blas && sn_kern_sgemm_hw(&k->cpu, k->isa);
     const char *in = sn_kern_isa_name(k->isa);
+    const char *f32 = k->sgemm ? "avx512f sgemm (kernels/sgemm.c)" : "OpenBLAS sgemm";
     static const char *const q8how[SN_KERN_ISA_COUNT] = {
         "portable", "avx2 vpmaddubsw", "avx512_vnni vpdpbusd"};
     if (k->q8dot)
-        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; F16%s "
-                 "by f32 tiles (%s conversion) + sgemm; %sQ8_0 by int8 dot products (%s; "
-                 "activations quantized to Q8_0)", f, in, k->dot ? "" : ", BF16", in,
+        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by %s; F16%s "
+                 "by f32 tiles (%s conversion) + that sgemm; %sQ8_0 by int8 dot products (%s; "
+                 "activations quantized to Q8_0)", f, in, f32, k->dot ? "" : ", BF16", in,
                  k->dot ? (k->dot_hw ? "BF16 by BF16 dot products (avx512_bf16 vdpbf16ps); "
                                      : "BF16 by BF16 dot products (portable); ") : "",
                  q8how[k->q8isa]);
     else if (k->dot)
-        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; F16 by "
-                 "f32 tiles (%s conversion) + sgemm; BF16 and Q8_0 by BF16 dot products (%s; "
-                 "Q8_0 rows as BF16 tiles)", f, in, in,
+        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by %s; F16 by "
+                 "f32 tiles (%s conversion) + that sgemm; BF16 and Q8_0 by BF16 dot products (%s; "
+                 "Q8_0 rows as BF16 tiles)", f, in, f32, in,
                  k->dot_hw ? "avx512_bf16 vdpbf16ps" : "portable");
     else
-        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by OpenBLAS sgemm; F16, "
-                 "BF16, Q8_0 by f32 tiles (%s conversion) + sgemm", f, in, in);
+        snprintf(k->text, sizeof k->text, "cpu: %s; kernels: %s; F32 by %s; F16, "
+                 "BF16, Q8_0 by f32 tiles (%s conversion) + that sgemm", f, in, f32, in);
     return SN_OK;
 }
 
@@ -448,6 +473,7 @@ static int choose_kernels(struct sn_detector *d, const char *spec, const char *p
     const bool bf16 = has_type(d, SN_GGML_BF16), q8 = has_type(d, SN_GGML_Q8_0);
     d->q8dot = q8 && k.q8dot;
     d->q8isa = k.q8isa;
+    d->sgemm = k.sgemm;
     d->dot = (bf16 || (q8 && !d->q8dot)) && k.dot;
     const size_t widest = (size_t)(d->h.n_embd > d->h.n_ff ? d->h.n_embd : d->h.n_ff);
     const size_t tile = TILE_FLOATS > TILE_MIN_ROWS * widest ? TILE_FLOATS
@@ -620,6 +646,16 @@ int sn_detector_open(const char *path, const struct sn_detector_params *p,
     d->n_threads = dp.n_threads > 0 ? dp.n_threads : default_threads();
     use_threads(d);
     d->n_threads = openblas_get_num_threads();  /* what OpenBLAS took (it caps the count) */
+    if (d->sgemm) {   /* kernels/sgemm.c's packing scratch, one per thread of linear() */
+        const int nt = d->n_threads < JOBS_MAX ? d->n_threads : JOBS_MAX;
+        const size_t sg = (size_t)nt * sn_kern_sgemm_scratch();
+        if (!(d->sg = sn_malloc(sg * sizeof *d->sg))) {
+            rc = sn_err_set(err, SN_E_NOMEM, "%s: out of memory for %zu floats of sgemm scratch "
+                            "(%d threads)", path, sg, nt);
+            goto fail;
+        }
+        d->scratch_bytes += sg * sizeof *d->sg;
+    }
     check_blas_origin(path);
     *out = d;
     return SN_OK;
@@ -647,12 +683,34 @@ static void rmsnorm(float *y, const float *x, const float *w, int64_t n, int64_t
     }
 }
 
+/* Runs fn on each of nt jobs (of `size` bytes each, from jobs), one per thread: the caller's
+** thread runs the first, and any that a thread could not be made for. */
+static void run_jobs(void *(*fn)(void *), void *jobs, size_t size, int nt)
+{
+    pthread_t tid[JOBS_MAX];
+    int started = 1;
+    for (; started < nt; started++)
+        if (pthread_create(&tid[started], NULL, fn, (char *)jobs + (size_t)started * size))
+            break;   /* no thread: this one does the rest below */
+    fn(jobs);
+    for (int i = started; i < nt; i++)
+        fn((char *)jobs + (size_t)i * size);
+    for (int i = 1; i < started; i++)
+        pthread_join(tid[i], NULL);
+}
+
+/* How many threads share `blocks` blocks of outputs: n_threads, at most one per block. */
+static int share_threads(const struct sn_detector *d, int64_t blocks)
+{
+    int nt = d->n_threads < JOBS_MAX ? d->n_threads : JOBS_MAX;
+    nt = nt < blocks ? nt : (int)blocks;
+    return nt < 1 ? 1 : nt;
+}
+
 /* BF16 (or int8) dot products on n_threads threads, outputs split in blocks of 4: each thread
 ** converts its rows of a Q8_0 tile to BF16 (into wb; or unpacks them into wq, ws) and
 ** multiplies them. kernels/bf16.c and kernels/q8.c compute each output whole, in a fixed
-** order, so the split does not change any bit. At most
-** DOT_MAX_THREADS: the job table lives on the caller's stack. */
-#define DOT_MAX_THREADS 64
+** order, so the split does not change any bit. */
 struct dot_job {
     const struct sn_detector *d;
     const struct wmat *W;
@@ -695,29 +753,57 @@ static void *dot_run(void *arg)
 static void dots(const struct sn_detector *d, float *y, int64_t ldy, const struct wmat *W,
                  int64_t n, int64_t r0, int64_t r1, bool accumulate)
 {
-    struct dot_job jobs[DOT_MAX_THREADS];
-    pthread_t tid[DOT_MAX_THREADS];
+    struct dot_job jobs[JOBS_MAX];
     const int64_t blocks = (r1 - r0 + 3) / 4;
-    int nt = d->n_threads < DOT_MAX_THREADS ? d->n_threads : DOT_MAX_THREADS;
-    nt = nt < blocks ? nt : (int)blocks;
-    nt = nt < 1 ? 1 : nt;
+    const int nt = share_threads(d, blocks);
     for (int i = 0; i < nt; i++) {
         int64_t a = r0 + blocks * i / nt * 4, b = r0 + blocks * (i + 1) / nt * 4;
         jobs[i] = (struct dot_job){d, W, y, ldy, n, r0, a, b < r1 ? b : r1, accumulate};
     }
-    int started = 1;
-    for (; started < nt; started++)
-        if (pthread_create(&tid[started], NULL, dot_run, &jobs[started]))
-            break;   /* no thread: this one does the rest below */
-    dot_run(&jobs[0]);
-    for (int i = started; i < nt; i++)
-        dot_run(&jobs[i]);
-    for (int i = 1; i < started; i++)
-        pthread_join(tid[i], NULL);
+    run_jobs(dot_run, jobs, sizeof *jobs, nt);
+}
+
+/* f32 products by kernels/sgemm.c on n_threads threads, outputs split in blocks of its panel
+** width (32), each thread with its own packing scratch. Each output is one thread's chain of
+** FMAs in a fixed order (kernels/kernels.h), so the split does not change any bit. */
+#define SG_BLOCK 32
+struct sg_job {
+    const float *x, *W;
+    float *y, *scratch;
+    int64_t ldy, n, in, o0, o1;
+    bool accumulate;
+};
+
+static void *sg_run(void *arg)
+{
+    const struct sg_job *j = arg;
+    sn_kern_sgemm(true, j->x, j->W, j->y, (size_t)j->ldy, (size_t)j->n, (size_t)j->in,
+                  (size_t)j->o0, (size_t)j->o1, j->accumulate, j->scratch);
+    return NULL;
+}
+
+/* y (n, out) (+)= x (n, in) · Wᵀ for an f32 W (out, in): ours or OpenBLAS's (d->sgemm). */
+static void sgemm(const struct sn_detector *d, float *y, int64_t ldy, const float *x,
+                  const float *W, int64_t n, int64_t in, int64_t out, bool accumulate)
+{
+    if (!d->sgemm) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f,
+                    x, (int)in, W, (int)in, accumulate ? 1.0f : 0.0f, y, (int)ldy);
+        return;
+    }
+    struct sg_job jobs[JOBS_MAX];
+    const int64_t blocks = (out + SG_BLOCK - 1) / SG_BLOCK;
+    const int nt = share_threads(d, blocks);
+    for (int i = 0; i < nt; i++) {
+        int64_t a = blocks * i / nt * SG_BLOCK, b = blocks * (i + 1) / nt * SG_BLOCK;
+        jobs[i] = (struct sg_job){x, W, y, d->sg + (size_t)i * sn_kern_sgemm_scratch(), ldy, n,
+                                  in, a, b < out ? b : out, accumulate};
+    }
+    run_jobs(sg_run, jobs, sizeof *jobs, nt);
 }
 
 /* y (n, out) = x (n, in) Wᵀ (+ b) (+ y when accumulate): W is (out, in) row-major in its
-** file's type. F32 goes to the sgemm as it is; BF16 and Q8_0 by BF16 dot products when chosen
+** file's type. F32 goes to the sgemm (ours or OpenBLAS's: sgemm above) as it is; BF16 and Q8_0 by BF16 dot products when chosen
 ** (Q8_0 a tile of rows at a time); otherwise a tile of whole rows at a time, converted to f32
 ** into d->wt, then the sgemm on the tile's columns of y. */
 static void linear(const struct sn_detector *d, float *y, int64_t ldy, const float *x,
@@ -725,8 +811,7 @@ static void linear(const struct sn_detector *d, float *y, int64_t ldy, const flo
 {
     const int64_t in = W->in, out = W->out;
     if (W->type == SN_GGML_F32) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f,
-                    x, (int)in, W->data, (int)in, accumulate ? 1.0f : 0.0f, y, (int)ldy);
+        sgemm(d, y, ldy, x, W->data, n, in, out, accumulate);
     } else if (d->q8dot && W->type == SN_GGML_Q8_0) {
         sn_kern_q8_quantize(x, (size_t)n, (size_t)in, d->xq, d->xs, d->xc);
         int64_t rows = (int64_t)(TILE_FLOATS / (size_t)in);
@@ -746,9 +831,7 @@ static void linear(const struct sn_detector *d, float *y, int64_t ldy, const flo
             const int64_t r1 = r0 + rows < out ? r0 + rows : out;
             sn_kern_rows_to_f32(d->isa, W->type, W->data, (size_t)in, (size_t)r0, (size_t)r1,
                                 d->wt);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)(r1 - r0),
-                        (int)in, 1.0f, x, (int)in, d->wt, (int)in, accumulate ? 1.0f : 0.0f,
-                        y + r0, (int)ldy);
+            sgemm(d, y + r0, ldy, x, d->wt, n, in, r1 - r0, accumulate);
         }
     }
     if (b)

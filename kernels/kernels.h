@@ -95,4 +95,16 @@ void sn_kern_q8_gemm(int isa, const int8_t *xq, const float *xs, const int32_t *
                      const int8_t *wq, const float *ws, float *y, size_t ldy, size_t n,
                      size_t in, size_t o0, size_t o1, bool accumulate);
 
+/* f32 products (kernels/sgemm.c): y (n, out) = x (n, in) · Wᵀ, W (out, in) row-major, y with
+** row stride ldy, outputs [o0, o1) only (a thread's share), accumulate adds x · Wᵀ to y. Each
+** output is one chain of fused multiply-adds in increasing k from 0 (or from y when
+** accumulating), so its bits depend neither on the split of outputs nor on the path.
+** hw: the AVX-512F kernel (only where sn_kern_sgemm_hw is true), which needs scratch of
+** sn_kern_sgemm_scratch() floats (one per concurrent call; ~380 KiB); else the portable path
+** (scratch unused, may be NULL), with the same bits. */
+bool   sn_kern_sgemm_hw(const struct sn_kern_cpu *cpu, int isa);
+size_t sn_kern_sgemm_scratch(void);
+void   sn_kern_sgemm(bool hw, const float *x, const float *W, float *y, size_t ldy, size_t n,
+                     size_t in, size_t o0, size_t o1, bool accumulate, float *scratch);
+
 #endif
