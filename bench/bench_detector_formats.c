@@ -14,8 +14,15 @@
 **       and prints RESULT lines: tokens/s, ms per layer per pair, peak resident memory (this
 **       process: nothing else lives in it), the file's tensor bytes, the declared scratch;
 **   bench_detector_formats peak [--threads N]
-**       sgemm GFLOP/s (OpenBLAS, n = 1024, as the environment picks its kernels) and the BF16
-**       dot-product kernel's (kernels/, vdpbf16ps where present) on the same shape;
+**       sgemm GFLOP/s (OpenBLAS, n = 1024, as the environment picks its kernels), kernels/'s
+**       AVX-512F f32 GEMM (where present) and the BF16 dot-product kernel's (kernels/,
+**       vdpbf16ps where present) on the same shape;
+**   bench_detector_formats f32 [--rows N] [--rounds R]
+**       GFLOP/s of an F32 product y = x · Wᵀ on the 3B's shapes (2048 -> 11008, 11008 -> 2048,
+**       2048 -> 2048, N = 320 rows of x) by OpenBLAS's sgemm (as the environment picks its
+**       kernels: run it again with OPENBLAS_CORETYPE set to compare OpenBLAS's own) and by
+**       kernels/sgemm.c (where the CPU has AVX-512F; outputs split between threads in blocks
+**       of 32 as export/detector.c does), with 1 and 2 threads, interleaved over R rounds;
 **   bench_detector_formats q8 [--rows N] [--rounds R]
 **       GFLOP/s of a Q8_0 matrix product y = x · Wᵀ on the 3B's shapes (2048 -> 11008 and
 **       11008 -> 2048, N = 320 rows of x) by each Q8_0 path of the detector, all of its work
@@ -222,6 +229,55 @@ static void run_sgemm(void *p)
                 q->b, q->n, 0.0f, q->c, q->n);
 }
 
+/* kernels/sgemm.c on `threads` threads, outputs split in blocks of 32 as export/detector.c's
+** sgemm() does, each thread with its own scratch. */
+struct sg_job {
+    const float *x, *W;
+    float *y, *scratch;
+    size_t ldy, n, in, o0, o1;
+};
+
+static void *sg_run(void *p)
+{
+    const struct sg_job *j = p;
+    sn_kern_sgemm(true, j->x, j->W, j->y, j->ldy, j->n, j->in, j->o0, j->o1, false, j->scratch);
+    return NULL;
+}
+
+static void sg_product(const float *x, const float *W, float *y, size_t n, size_t in, size_t out,
+                       int threads, float *scratch)
+{
+    struct sg_job jobs[2];
+    const size_t blocks = (out + 31) / 32;
+    threads = threads > 2 ? 2 : threads < 1 ? 1 : threads;
+    for (int i = 0; i < threads; i++) {
+        size_t a = blocks * (size_t)i / (size_t)threads * 32;
+        size_t e = blocks * (size_t)(i + 1) / (size_t)threads * 32;
+        jobs[i] = (struct sg_job){x, W, y, scratch + (size_t)i * sn_kern_sgemm_scratch(), out,
+                                  n, in, a, e < out ? e : out};
+    }
+    pthread_t tid;
+    bool started = threads > 1 && !pthread_create(&tid, NULL, sg_run, &jobs[1]);
+    sg_run(&jobs[0]);
+    if (started)
+        pthread_join(tid, NULL);
+    else if (threads > 1)
+        sg_run(&jobs[1]);
+}
+
+struct sg_args {
+    struct peak_args *q;
+    int threads;
+    float *scratch;
+};
+
+static void run_ours(void *p)
+{
+    struct sg_args *g = p;
+    sg_product(g->q->a, g->q->b, g->q->c, (size_t)g->q->n, (size_t)g->q->n, (size_t)g->q->n,
+               g->threads, g->scratch);
+}
+
 static void run_bf16(void *p)   /* one thread: the detector splits outputs among its threads */
 {
     struct peak_args *q = p;
@@ -256,6 +312,16 @@ static int peak(int argc, char **argv)
     const char *ct = getenv("OPENBLAS_CORETYPE");
     printf("sgemm peak (OpenBLAS %s, OPENBLAS_CORETYPE=%s, %d threads, n = 1024): %.1f GFLOP/s\n",
            openblas_get_corename(), ct ? ct : "(unset)", threads, fl / best_of(9, run_sgemm, &q));
+    float *scratch = malloc(2 * sn_kern_sgemm_scratch() * sizeof *scratch);
+    if (sn_kern_sgemm_hw(&cpu, isa) && scratch) {
+        struct sg_args g = {&q, threads > 2 ? 2 : threads, scratch};
+        printf("kernels/sgemm.c (avx512f, %d threads, the same n): %.1f GFLOP/s\n", g.threads,
+               fl / best_of(9, run_ours, &g));
+        g.threads = 1;
+        printf("kernels/sgemm.c (1 thread, the same n): %.1f GFLOP/s\n",
+               fl / best_of(5, run_ours, &g));
+    }
+    free(scratch);
     printf("BF16 dot-product kernel (%s, 1 thread, n = 1024): %.1f GFLOP/s\n",
            q.hw ? "vdpbf16ps" : "portable", fl / best_of(q.hw ? 5 : 1, run_bf16, &q));
     openblas_set_num_threads(1);
@@ -463,6 +529,88 @@ static int q8bench(int argc, char **argv)
     return 0;
 }
 
+/* ---- f32: the F32 products ------------------------------------------------------------- */
+
+static int f32bench(int argc, char **argv)
+{
+    const size_t n = (size_t)atoi(opt(argc, argv, "--rows", "320"));
+    const int rounds = atoi(opt(argc, argv, "--rounds", "3"));
+    if (n == 0 || rounds < 1 || rounds > 32)
+        return 2;
+    struct sn_kern_cpu cpu;
+    sn_kern_cpu_detect(&cpu);
+    const bool ours = sn_kern_sgemm_hw(&cpu, sn_kern_isa_best(&cpu));
+    const size_t shapes[3][2] = {{E_, F_}, {F_, E_}, {E_, E_}};   /* (in, out) */
+    float *W = malloc((size_t)F_ * E_ * 4), *x = malloc(n * F_ * 4);
+    float *y = malloc(n * F_ * 4), *y0 = malloc(n * F_ * 4);
+    float *scratch = malloc(2 * sn_kern_sgemm_scratch() * sizeof *scratch);
+    if (!W || !x || !y || !y0 || !scratch)
+        return 1;
+    struct sn_rng r;
+    sn_rng_seed(&r, 7);
+    for (size_t i = 0; i < (size_t)F_ * E_; i++)
+        W[i] = (float)(sn_rng_normal(&r) * 0.02);
+    for (size_t i = 0; i < n * F_; i++)
+        x[i] = (float)sn_rng_normal(&r);
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 0)
+        load[0] = -1;
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    printf("OpenBLAS %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(), ct ? ct : "(unset)");
+    printf("F32 products, %zu rows of x; load average %.1f %.1f %.1f\n", n, load[0], load[1],
+           load[2]);
+    static const char *const names[2] = {"OpenBLAS sgemm", "kernels/sgemm.c"};
+    static const char *const keys[2] = {"blas", "ours"};
+    static double gf[3][2][2][32];   /* shape, threads, path, round */
+    for (int rd = 0; rd < rounds; rd++)
+        for (int s = 0; s < 3; s++)
+            for (int th = 1; th <= 2; th++)
+                for (int p = 0; p < 1 + ours; p++) {
+                    const size_t in = shapes[s][0], out = shapes[s][1];
+                    double t0 = sn_now();
+                    if (p == 0) {
+                        openblas_set_num_threads(th);
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out,
+                                    (int)in, 1.0f, x, (int)in, W, (int)in, 0.0f, y0, (int)out);
+                    } else {
+                        sg_product(x, W, y, n, in, out, th, scratch);
+                    }
+                    const double t = sn_now() - t0;
+                    gf[s][th - 1][p][rd] = 2.0 * (double)(n * in * out) / t / 1e9;
+                    if (p == 1 && rd == 0 && th == 1) {
+                        double e = 0, a = 0;   /* against OpenBLAS: a sanity figure */
+                        for (size_t i = 0; i < n * out; i++) {
+                            e = fmax(e, fabs((double)y[i] - y0[i]));
+                            a = fmax(a, fabs((double)y0[i]));
+                        }
+                        printf("  %zu -> %zu: max |y - y_blas| = %.2e of max |y| %.2e\n", in,
+                               out, e, a);
+                    }
+                }
+    for (int s = 0; s < 3; s++)
+        for (int th = 1; th <= 2; th++)
+            for (int p = 0; p < 1 + ours; p++) {
+                double v[32];
+                memcpy(v, gf[s][th - 1][p], sizeof(double) * (size_t)rounds);
+                printf("%5zu -> %5zu, %d thread%s, %-16s GFLOP/s [", shapes[s][0], shapes[s][1],
+                       th, th > 1 ? "s" : " ", names[p]);
+                for (int rd = 0; rd < rounds; rd++)
+                    printf("%s%.1f", rd ? ", " : "", v[rd]);
+                qsort(v, (size_t)rounds, sizeof *v, cmp_double);
+                printf("] median %.1f\n", v[rounds / 2]);
+                printf("RESULT f32_gflops_%zu_%zu_t%d_%s=%.1f\n", shapes[s][0], shapes[s][1], th,
+                       keys[p], v[rounds / 2]);
+            }
+    if (getloadavg(load, 3) >= 0)
+        printf("load average after: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
+    free(W);
+    free(x);
+    free(y);
+    free(y0);
+    free(scratch);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct sn_err err = {0};
@@ -475,10 +623,13 @@ int main(int argc, char **argv)
         return peak(argc, argv);
     else if (argc >= 2 && !strcmp(argv[1], "q8"))
         return q8bench(argc, argv);
+    else if (argc >= 2 && !strcmp(argv[1], "f32"))
+        return f32bench(argc, argv);
     else {
         fprintf(stderr, "usage: bench_detector_formats prepare OUT --tokenizer FILE [--layers L] "
                         "[--tokens T] [--pairs N] | score OUT FILE.gguf REWARDS [--threads N] "
-                        "[--kernels SPEC] | peak [--threads N] | q8 [--rows N] [--rounds R]\n");
+                        "[--kernels SPEC] | peak [--threads N] | q8 [--rows N] [--rounds R] | f32 "
+                        "[--rows N] [--rounds R]\n");
         return 2;
     }
     if (rc)

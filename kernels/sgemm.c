@@ -166,42 +166,71 @@ SG_TARGET static void micro_n(int mr, const float *xp, const float *wp, size_t k
 }
 #undef MICRO
 
+/* Outputs [o, o + nr) over columns [k0, k0 + kc): W's rows packed into wp, then each panel of
+** MR rows of xp (mc rows, y's row 0 first) through the micro-kernel. Before each micro-kernel a
+** share of the next block of W (rows [on, on + nrn), columns [kn, kn + kcn)) is prefetched, so
+** that the next pack_w finds it in cache, and the next micro-kernel's rows of y. */
+SG_TARGET static void panel(const float *W, size_t in, size_t o, size_t nr, size_t k0,
+                            size_t kc, const float *xp, size_t mc, float *y, size_t ldy,
+                            bool load, float *wp, size_t on, size_t nrn, size_t kn, size_t kcn)
+{
+    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xffffu : (1u << nr) - 1);
+    const __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xffffu : nr > 16 ? (1u << (nr - 16)) - 1 : 0);
+    pack_w(W, in, o, nr, k0, kc, wp);
+    const size_t per_row = (kcn + 15) / 16, lines = nrn * per_row;
+    const size_t share = (lines + (mc + MR - 1) / MR - 1) / ((mc + MR - 1) / MR);
+    size_t l = 0;
+    for (size_t p = 0; p < mc; p += MR) {
+        for (size_t e = 0; e < share && l < lines; e++, l++)
+            _mm_prefetch((const char *)(W + (on + l % nrn) * in + kn + l / nrn * 16),
+                         _MM_HINT_T0);
+        for (size_t i = 0; i < MR && p + MR + i < mc; i++) {
+            const float *yn = y + (p + MR + i) * ldy + o;
+            _mm_prefetch((const char *)yn, _MM_HINT_T0);
+            _mm_prefetch((const char *)(yn + 16), _MM_HINT_T0);
+        }
+        micro_n((int)(mc - p < MR ? mc - p : MR), xp + p * kc, wp, kc, y + p * ldy + o, ldy, m0,
+                m1, load);
+    }
+}
+
 SG_TARGET static void sgemm_avx512(const float *x, const float *W, float *y, size_t ldy,
                                    size_t n, size_t in, size_t o0, size_t o1, bool accumulate,
                                    float *scratch)
 {
     float *xp = scratch, *wp = scratch + (size_t)MC * KC;
+    const size_t npad = (n + MR - 1) / MR * MR;
+    if (npad * in <= (size_t)MC * KC) {
+        /* few rows (a GEMV, the last layer's one token): x packed whole, once; then each panel
+        ** of W's rows read from start to end, block of k after block of k, the order in which
+        ** it streams best from memory, the bound here */
+        for (size_t k0 = 0; k0 < in; k0 += KC)
+            pack_x(x, in, 0, n, k0, in - k0 < KC ? in - k0 : KC, xp + npad * k0);
+        for (size_t o = o0; o < o1; o += NR) {
+            const size_t nr = o1 - o < NR ? o1 - o : NR, on = o + NR;
+            const size_t nrn = on < o1 ? (o1 - on < NR ? o1 - on : NR) : 0;
+            for (size_t k0 = 0; k0 < in; k0 += KC) {
+                const size_t kc = in - k0 < KC ? in - k0 : KC, kn = k0 + KC;
+                if (kn < in)
+                    panel(W, in, o, nr, k0, kc, xp + npad * k0, n, y, ldy, accumulate || k0 > 0,
+                          wp, o, nr, kn, in - kn < KC ? in - kn : KC);
+                else
+                    panel(W, in, o, nr, k0, kc, xp + npad * k0, n, y, ldy, accumulate || k0 > 0,
+                          wp, on, nrn, 0, in < KC ? in : KC);
+            }
+        }
+        return;
+    }
     for (size_t k0 = 0; k0 < in; k0 += KC) {
         const size_t kc = in - k0 < KC ? in - k0 : KC;
-        const bool load = accumulate || k0 > 0;
         for (size_t t0 = 0; t0 < n; t0 += MC) {
             const size_t mc = n - t0 < MC ? n - t0 : MC;
             pack_x(x, in, t0, mc, k0, kc, xp);
             for (size_t o = o0; o < o1; o += NR) {
-                const size_t nr = o1 - o < NR ? o1 - o : NR;
-                const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xffffu : (1u << nr) - 1);
-                const __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xffffu
-                                                 : nr > 16 ? (1u << (nr - 16)) - 1 : 0);
-                pack_w(W, in, o, nr, k0, kc, wp);
-                /* the next panel's rows of W, a share before each micro-kernel, so that
-                ** pack_w finds them in cache; and the next micro-kernel's block of y */
-                const size_t on = o + NR, nrn = on < o1 ? (o1 - on < NR ? o1 - on : NR) : 0;
-                const size_t lines = nrn * ((kc + 15) / 16), panels = (mc + MR - 1) / MR;
-                const size_t share = (lines + panels - 1) / panels;
-                size_t l = 0;
-                for (size_t p = 0; p < mc; p += MR) {
-                    for (size_t e = 0; e < share && l < lines; e++, l++)
-                        _mm_prefetch((const char *)(W + (on + l % nrn) * in + k0 +
-                                                    l / nrn * 16), _MM_HINT_T0);
-                    if (p + MR < mc)
-                        for (size_t i = 0; i < MR && p + MR + i < mc; i++) {
-                            const float *yn = y + (t0 + p + MR + i) * ldy + o;
-                            _mm_prefetch((const char *)yn, _MM_HINT_T0);
-                            _mm_prefetch((const char *)(yn + 16), _MM_HINT_T0);
-                        }
-                    micro_n((int)(mc - p < MR ? mc - p : MR), xp + p * kc, wp, kc,
-                            y + (t0 + p) * ldy + o, ldy, m0, m1, load);
-                }
+                const size_t nr = o1 - o < NR ? o1 - o : NR, on = o + NR;
+                const size_t nrn = on < o1 ? (o1 - on < NR ? o1 - on : NR) : 0;
+                panel(W, in, o, nr, k0, kc, xp, mc, y + t0 * ldy, ldy, accumulate || k0 > 0, wp,
+                      on, nrn, k0, kc);
             }
         }
     }
