@@ -56,6 +56,10 @@ echo "== formats: Qwen2.5-3B widths; CPU: $(grep -m1 'model name' /proc/cpuinfo 
 OPENBLAS_CORETYPE= env -u OPENBLAS_CORETYPE "$bf" peak --threads "$threads" | head -1
 # one Q8_0 product by each path (BF16 dots, int8 VNNI / AVX2, f32 tiles), 1 and 2 threads
 "$bf" q8 --rounds "${DET_ROUNDS:-3}" | grep -v '^RESULT'
+# one F32 product by OpenBLAS (as the environment picks, then its own choice) and by
+# kernels/sgemm.c, 1 and 2 threads
+"$bf" f32 --rounds "${DET_ROUNDS:-3}" | grep -v '^RESULT'
+env -u OPENBLAS_CORETYPE "$bf" f32 --rounds "${DET_ROUNDS:-3}" | grep -v '^RESULT'
 [ -f "$fo/q8_0.gguf" ] && [ -f "$fo/seqs.txt" ] ||
     "$bf" prepare "$fo" --tokenizer "$tok" --layers "${DET_WIDE_LAYERS:-4}" \
         --pairs "${DET_WIDE_PAIRS:-3}" --tokens "${DET_WIDE_TOKENS:-320}" || exit 1

@@ -32,8 +32,10 @@ struct sn_detector_params {
     ** SENTINEL_KERNELS, else "auto" (the widest this CPU runs); "auto", "portable", "avx2",
     ** "avx512", each optionally with "+dot" or "+tile" (BF16 and Q8_0 matrices by BF16 dot
     ** products or by f32 tiles into the sgemm; default: dots where the CPU has AVX512-BF16) or
-    ** "+int8" (Q8_0 by int8 dot products against activations quantized to Q8_0).
-    ** Naming kernels the CPU lacks fails with SN_E_UNSUPPORTED. */
+    ** "+int8" (Q8_0 by int8 dot products against activations quantized to Q8_0), and
+    ** optionally "+blas" (F32 matrices and f32 tiles by OpenBLAS's sgemm instead of kernels/'s
+    ** AVX-512F one, the default where the set is avx512). Naming kernels the CPU lacks fails
+    ** with SN_E_UNSUPPORTED. */
     const char *kernels;
 };
 struct sn_detector_params sn_detector_default_params(void);
