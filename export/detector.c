@@ -5,8 +5,8 @@
 ** process that maps the same file): F32 matrices go to an f32 GEMM as they are (kernels/sgemm.c
 ** where the CPU has AVX-512F, else OpenBLAS's sgemm); F16, BF16 and Q8_0 matrices are
 ** multiplied through kernels/ (tiles converted to f32 for that GEMM, BF16 dot products, or for
-** Q8_0 on request int8 dot products), chosen at open from the CPU's features (docs/export.md "Weight formats and kernels"). Activations, norms, RoPE, attention
-** and the head are f32.
+** Q8_0 on request int8 dot products), chosen at open from the CPU's features (docs/export.md
+** "Weight formats and kernels"). Activations, norms, RoPE, attention and the head are f32.
 **
 ** Forward (Hugging Face Qwen2Model, the same math as train/model.c):
 **   x = token_embd[ids]
@@ -803,9 +803,10 @@ static void sgemm(const struct sn_detector *d, float *y, int64_t ldy, const floa
 }
 
 /* y (n, out) = x (n, in) Wᵀ (+ b) (+ y when accumulate): W is (out, in) row-major in its
-** file's type. F32 goes to the sgemm (ours or OpenBLAS's: sgemm above) as it is; BF16 and Q8_0 by BF16 dot products when chosen
-** (Q8_0 a tile of rows at a time); otherwise a tile of whole rows at a time, converted to f32
-** into d->wt, then the sgemm on the tile's columns of y. */
+** file's type. F32 goes to the sgemm (ours or OpenBLAS's: sgemm above) as it is; BF16 and
+** Q8_0 by BF16 dot products when chosen (Q8_0 a tile of rows at a time); otherwise a tile of
+** whole rows at a time, converted to f32 into d->wt, then the sgemm on the tile's columns of
+** y. */
 static void linear(const struct sn_detector *d, float *y, int64_t ldy, const float *x,
                    const struct wmat *W, const float *b, int64_t n, bool accumulate)
 {

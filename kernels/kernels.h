@@ -4,10 +4,11 @@
 ** A matrix W (out, in) is stored row-major in one of ggml's types (the numbering of
 ** enum sn_ggml_type, export/export.h): F32; F16 and BF16 (one 16-bit value per element);
 ** Q8_0 (per row, in / 32 blocks of an f16 scale d and 32 int8 q, x = d · q; 34 bytes). The
-** kernels compute y (n, out) = x (n, in) · Wᵀ for an f32 activation x in one of two ways:
+** kernels compute y (n, out) = x (n, in) · Wᵀ for an f32 activation x in these ways:
 **   - tile: rows [r0, r1) of W converted to f32 into the caller's scratch, which the caller
-**     feeds to its f32 GEMM (OpenBLAS in export/). Conversion is exact (F16, BF16) or one f32
-**     product d · q per element (Q8_0), so every ISA gives the same bits.
+**     feeds to an f32 GEMM (sgemm below, or OpenBLAS's, in export/). Conversion is exact
+**     (F16, BF16) or one f32 product d · q per element (Q8_0), so every ISA gives the same
+**     bits.
 **   - dot (BF16 only): x rounded to BF16 (round to nearest even) and BF16 dot products
 **     accumulated in f32 (AVX512-BF16 `vdpbf16ps` where the CPU has it; a portable path with
 **     the same lane layout and summation order otherwise). Each output is one thread's
@@ -17,6 +18,13 @@
 **     per group of 4 scaled and accumulated in 16 f32 lanes (kernels/q8.c: AVX512-VNNI
 **     `vpdpbusd`, AVX2 `vpmaddubsw`, or portable; all three give the same bits, and each output
 **     is one thread's).
+**   - sgemm (f32: F32 matrices, and the tiles above): kernels/sgemm.c, an AVX-512F GEMM
+**     (packed, cache-blocked panels, a 14 x 32 register block of FMAs) where the CPU has it,
+**     which the detector uses by default there in place of OpenBLAS's sgemm (faster than the
+**     kernels OpenBLAS runs as the environment picks them, e.g. OPENBLAS_CORETYPE=Haswell on an
+**     AVX-512 CPU: docs/export.md "Weight formats and kernels"); a portable path otherwise.
+**     Each output is one chain of FMAs in increasing k, so both paths give the same bits and a
+**     thread's share of the outputs does not change them.
 **
 ** Q8_0 (and BF16, as they are) also go to the dot kernels where the CPU has AVX512-BF16: a tile
 ** of rows converted to BF16 (every q of a block is exact in BF16; d · q is rounded to 8
@@ -100,7 +108,7 @@ void sn_kern_q8_gemm(int isa, const int8_t *xq, const float *xs, const int32_t *
 ** output is one chain of fused multiply-adds in increasing k from 0 (or from y when
 ** accumulating), so its bits depend neither on the split of outputs nor on the path.
 ** hw: the AVX-512F kernel (only where sn_kern_sgemm_hw is true), which needs scratch of
-** sn_kern_sgemm_scratch() floats (one per concurrent call; ~380 KiB); else the portable path
+** sn_kern_sgemm_scratch() floats (one per concurrent call; 552 KiB); else the portable path
 ** (scratch unused, may be NULL), with the same bits. */
 bool   sn_kern_sgemm_hw(const struct sn_kern_cpu *cpu, int isa);
 size_t sn_kern_sgemm_scratch(void);
