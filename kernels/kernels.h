@@ -108,7 +108,7 @@ void sn_kern_q8_gemm(int isa, const int8_t *xq, const float *xs, const int32_t *
 ** output is one chain of fused multiply-adds in increasing k from 0 (or from y when
 ** accumulating), so its bits depend neither on the split of outputs nor on the path.
 ** hw: the AVX-512F kernel (only where sn_kern_sgemm_hw is true), which needs scratch of
-** sn_kern_sgemm_scratch() floats (one per concurrent call; 552 KiB); else the portable path
+** sn_kern_sgemm_scratch() floats (one per concurrent call; 2.1 MiB); else the portable path
 ** (scratch unused, may be NULL), with the same bits. */
 bool   sn_kern_sgemm_hw(const struct sn_kern_cpu *cpu, int isa);
 size_t sn_kern_sgemm_scratch(void);

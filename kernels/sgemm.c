@@ -16,11 +16,17 @@
 ** L1's sets are not all hit at once, as x's rows `in` floats apart would); W's rows in panels
 ** of NR = 32, transposed into k-major order (32 floats per k) with 16 x 16 register
 ** transposes. The micro-kernel holds an MR x 32 block of y in 2·MR zmm registers and per k
-** loads two vectors of W and broadcasts MR values of x: 2·MR FMAs per 2 + MR loads. A W panel
-** (KC x 32 floats, 48 KiB) stays in L1 while every panel of the x block (MC x KC floats,
-** 504 KiB) streams from L2 past it. Edges: rows of x past a multiple of MR go to a micro-kernel
-** for fewer rows, outputs past a multiple of 32 are zero columns of the packed panel, stored
-** with a mask; k needs no multiple. */
+** loads two vectors of W and broadcasts MR values of x: 2·MR FMAs per 2 + MR loads. Each W
+** panel (KC x 32) is packed once per block of rows of x and read from L1/L2 by every panel of
+** the block; the block of x (MC x KC) streams past it from L2/L3, prefetched in order by the
+** hardware; the next W panel and the next block of y are prefetched in software. KC and MC
+** were chosen by measurement on a Zen 4 EPYC (docs/export.md "Weight formats and kernels"): a
+** long KC (few passes of partial sums through y) and an MC past the detector's usual number
+** of tokens (W packed once per call) mattered most. Few rows (a GEMV: the last layer's single
+** token) take x packed whole and W panel by panel, block of k after block of k, the order in
+** which W streams best from memory. Edges: rows of x past a multiple of MR go to a
+** micro-kernel for fewer rows, outputs past a multiple of 32 are zero columns of the packed
+** panel, stored with a mask; k needs no multiple. */
 #include "kernels/kernels_internal.h"
 
 #include <math.h>
@@ -33,8 +39,8 @@
 
 #define MR 14
 #define NR 32
-#define KC 384
-#define MC (MR * 24)
+#define KC 1024
+#define MC (MR * 37)
 
 size_t sn_kern_sgemm_scratch(void) { return (size_t)MC * KC + (size_t)KC * NR; }
 
@@ -201,9 +207,7 @@ SG_TARGET static void sgemm_avx512(const float *x, const float *W, float *y, siz
     float *xp = scratch, *wp = scratch + (size_t)MC * KC;
     const size_t npad = (n + MR - 1) / MR * MR;
     if (npad * in <= (size_t)MC * KC) {
-        /* few rows (a GEMV, the last layer's one token): x packed whole, once; then each panel
-        ** of W's rows read from start to end, block of k after block of k, the order in which
-        ** it streams best from memory, the bound here */
+        /* few rows (see the file comment): x packed whole, once; W panel by panel */
         for (size_t k0 = 0; k0 < in; k0 += KC)
             pack_x(x, in, 0, n, k0, in - k0 < KC ? in - k0 : KC, xp + npad * k0);
         for (size_t o = o0; o < o1; o += NR) {

@@ -122,8 +122,10 @@ int main(void)
         shapes[ns++] = (struct shape){t, ins[t % 7], outs[(t * 3) % 8]};
     for (size_t i = 0; i < 7; i++)
         shapes[ns++] = (struct shape){13 + i, ins[i], outs[(i + 5) % 8]};
-    shapes[ns++] = (struct shape){350, 400, 70};   /* past MC rows and KC columns */
-    shapes[ns++] = (struct shape){29, 1000, 100};  /* two full blocks of k and a tail */
+    /* past a block of rows (MC = 518) and of k (KC = 1024) with x too big to pack whole;
+    ** and few rows (x packed whole) over two full blocks of k and a tail */
+    shapes[ns++] = (struct shape){530, 1100, 40};
+    shapes[ns++] = (struct shape){29, 2100, 100};
 
     float *scratch = sn_malloc(3 * sn_kern_sgemm_scratch() * sizeof(float));
     CHECK(scratch != NULL);
