@@ -229,6 +229,18 @@ static void run_sgemm(void *p)
                 q->b, q->n, 0.0f, q->c, q->n);
 }
 
+/* fn on j0 and, with 2 threads, on j1 in a second thread (or after j0 where none starts). */
+static void run2(void *(*fn)(void *), void *j0, void *j1, int threads)
+{
+    pthread_t tid;
+    bool started = threads > 1 && !pthread_create(&tid, NULL, fn, j1);
+    fn(j0);
+    if (started)
+        pthread_join(tid, NULL);
+    else if (threads > 1)
+        fn(j1);
+}
+
 /* kernels/sgemm.c on `threads` threads, outputs split in blocks of 32 as export/detector.c's
 ** sgemm() does, each thread with its own scratch. */
 struct sg_job {
@@ -256,13 +268,7 @@ static void sg_product(const float *x, const float *W, float *y, size_t n, size_
         jobs[i] = (struct sg_job){x, W, y, scratch + (size_t)i * sn_kern_sgemm_scratch(), out,
                                   n, in, a, e < out ? e : out};
     }
-    pthread_t tid;
-    bool started = threads > 1 && !pthread_create(&tid, NULL, sg_run, &jobs[1]);
-    sg_run(&jobs[0]);
-    if (started)
-        pthread_join(tid, NULL);
-    else if (threads > 1)
-        sg_run(&jobs[1]);
+    run2(sg_run, &jobs[0], &jobs[1], threads);
 }
 
 struct sg_args {
@@ -407,7 +413,6 @@ static void q8_product(const struct q8b *b, int threads, struct q8job *jobs)
     rows = rows >= b->out ? b->out : rows / 16 * 16;
     for (size_t r0 = 0; r0 < b->out; r0 += rows) {
         const size_t r1 = r0 + rows < b->out ? r0 + rows : b->out, blocks = (r1 - r0 + 3) / 4;
-        pthread_t tid;
         for (int i = 0; i < threads; i++) {
             size_t a = r0 + blocks * (size_t)i / (size_t)threads * 4;
             size_t e = r0 + blocks * (size_t)(i + 1) / (size_t)threads * 4;
@@ -415,12 +420,7 @@ static void q8_product(const struct q8b *b, int threads, struct q8job *jobs)
             jobs[i].o0 = a;
             jobs[i].o1 = e < r1 ? e : r1;
         }
-        bool started = threads > 1 && !pthread_create(&tid, NULL, q8_run, &jobs[1]);
-        q8_run(&jobs[0]);
-        if (started)
-            pthread_join(tid, NULL);
-        else if (threads > 1)
-            q8_run(&jobs[1]);
+        run2(q8_run, &jobs[0], &jobs[1], threads);
     }
 }
 
@@ -430,14 +430,57 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* --rows N (320) and --rounds R (3, at most 32) of the q8 and f32 modes, and this CPU. */
+static int bench_args(int argc, char **argv, size_t *n, int *rounds, struct sn_kern_cpu *cpu)
+{
+    *n = (size_t)atoi(opt(argc, argv, "--rows", "320"));
+    *rounds = atoi(opt(argc, argv, "--rounds", "3"));
+    sn_kern_cpu_detect(cpu);
+    return *n == 0 || *rounds < 1 || *rounds > 32;
+}
+
+/* The OpenBLAS kernels this process got and the load average (into load) before a bench. */
+static void setup_line(const char *what, size_t n, double load[3])
+{
+    if (getloadavg(load, 3) < 0)
+        load[0] = -1;
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    printf("OpenBLAS %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(), ct ? ct : "(unset)");
+    printf("%s products, %zu rows of x; load average %.1f %.1f %.1f\n", what, n, load[0],
+           load[1], load[2]);
+}
+
+static void load_after(void)
+{
+    double load[3];
+    if (getloadavg(load, 3) >= 0)
+        printf("load average after: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
+}
+
+/* One path's GFLOP/s on one shape (in, out) over the rounds, their median, and its RESULT line
+** (RESULT <kind>_gflops_<in>_<out>_t<threads>_<key>=<median>). */
+static void report(const char *kind, const size_t shape[2], int th, const char *name, int width,
+                   const char *key, const double *gflops, int rounds)
+{
+    double v[32];
+    memcpy(v, gflops, sizeof(double) * (size_t)rounds);
+    printf("%5zu -> %5zu, %d thread%s, %-*s GFLOP/s [", shape[0], shape[1], th,
+           th > 1 ? "s" : " ", width, name);
+    for (int rd = 0; rd < rounds; rd++)
+        printf("%s%.1f", rd ? ", " : "", v[rd]);
+    qsort(v, (size_t)rounds, sizeof *v, cmp_double);
+    printf("] median %.1f\n", v[rounds / 2]);
+    printf("RESULT %s_gflops_%zu_%zu_t%d_%s=%.1f\n", kind, shape[0], shape[1], th, key,
+           v[rounds / 2]);
+}
+
 static int q8bench(int argc, char **argv)
 {
-    const size_t n = (size_t)atoi(opt(argc, argv, "--rows", "320"));
-    const int rounds = atoi(opt(argc, argv, "--rounds", "3"));
-    if (n == 0 || rounds < 1 || rounds > 32)
-        return 2;
+    size_t n;
+    int rounds;
     struct sn_kern_cpu cpu;
-    sn_kern_cpu_detect(&cpu);
+    if (bench_args(argc, argv, &n, &rounds, &cpu))
+        return 2;
     const int best = sn_kern_isa_best(&cpu);
     bool have[P_COUNT] = {sn_kern_bf16_dot_hw(&cpu, best),
                           sn_kern_q8_isa(&cpu, SN_KERN_AVX512) == SN_KERN_AVX512,
@@ -463,12 +506,7 @@ static int q8bench(int argc, char **argv)
     for (size_t i = 0; i < n * maxin; i++)
         x[i] = (float)sn_rng_normal(&r);
     double load[3] = {0};
-    if (getloadavg(load, 3) < 0)
-        load[0] = -1;
-    const char *ct = getenv("OPENBLAS_CORETYPE");
-    printf("OpenBLAS %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(), ct ? ct : "(unset)");
-    printf("Q8_0 products, %zu rows of x; load average %.1f %.1f %.1f\n", n, load[0], load[1],
-           load[2]);
+    setup_line("Q8_0", n, load);
     static double gf[2][2][P_COUNT][32];   /* shape, threads, path, round */
     for (int rd = 0; rd < rounds; rd++)
         for (int s = 0; s < 2; s++)
@@ -502,19 +540,9 @@ static int q8bench(int argc, char **argv)
             for (int p = 0; p < P_COUNT; p++) {
                 if (!have[p])
                     continue;
-                double v[32];
-                memcpy(v, gf[s][th - 1][p], sizeof(double) * (size_t)rounds);
-                printf("%5zu -> %5zu, %d thread%s, %-22s GFLOP/s [", shapes[s][0], shapes[s][1],
-                       th, th > 1 ? "s" : " ", p_names[p]);
-                for (int rd = 0; rd < rounds; rd++)
-                    printf("%s%.1f", rd ? ", " : "", v[rd]);
-                qsort(v, (size_t)rounds, sizeof *v, cmp_double);
-                printf("] median %.1f\n", v[rounds / 2]);
-                printf("RESULT q8_gflops_%zu_%zu_t%d_%s=%.1f\n", shapes[s][0], shapes[s][1], th,
-                       p_keys[p], v[rounds / 2]);
+                report("q8", shapes[s], th, p_names[p], 22, p_keys[p], gf[s][th - 1][p], rounds);
             }
-    if (getloadavg(load, 3) >= 0)
-        printf("load average after: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
+    load_after();
     free(W);
     free(x);
     free(y);
@@ -533,14 +561,13 @@ static int q8bench(int argc, char **argv)
 
 static int f32bench(int argc, char **argv)
 {
-    const size_t n = (size_t)atoi(opt(argc, argv, "--rows", "320"));
-    const int rounds = atoi(opt(argc, argv, "--rounds", "3"));
-    if (n == 0 || rounds < 1 || rounds > 32)
-        return 2;
-    struct sn_kern_cpu cpu;
-    sn_kern_cpu_detect(&cpu);
-    const bool ours = sn_kern_sgemm_hw(&cpu, sn_kern_isa_best(&cpu));
     const size_t shapes[3][2] = {{E_, F_}, {F_, E_}, {E_, E_}};   /* (in, out) */
+    struct sn_kern_cpu cpu;
+    size_t n;
+    int rounds;
+    if (bench_args(argc, argv, &n, &rounds, &cpu))
+        return 2;
+    const bool ours = sn_kern_sgemm_hw(&cpu, sn_kern_isa_best(&cpu));
     float *W = malloc((size_t)F_ * E_ * 4), *x = malloc(n * F_ * 4);
     float *y = malloc(n * F_ * 4), *y0 = malloc(n * F_ * 4);
     float *scratch = malloc(2 * sn_kern_sgemm_scratch() * sizeof *scratch);
@@ -553,12 +580,7 @@ static int f32bench(int argc, char **argv)
     for (size_t i = 0; i < n * F_; i++)
         x[i] = (float)sn_rng_normal(&r);
     double load[3] = {0};
-    if (getloadavg(load, 3) < 0)
-        load[0] = -1;
-    const char *ct = getenv("OPENBLAS_CORETYPE");
-    printf("OpenBLAS %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(), ct ? ct : "(unset)");
-    printf("F32 products, %zu rows of x; load average %.1f %.1f %.1f\n", n, load[0], load[1],
-           load[2]);
+    setup_line("F32", n, load);
     static const char *const names[2] = {"OpenBLAS sgemm", "kernels/sgemm.c"};
     static const char *const keys[2] = {"blas", "ours"};
     static double gf[3][2][2][32];   /* shape, threads, path, round */
@@ -587,22 +609,11 @@ static int f32bench(int argc, char **argv)
                                out, e, a);
                     }
                 }
-    for (int s = 0; s < 3; s++)
-        for (int th = 1; th <= 2; th++)
-            for (int p = 0; p < 1 + ours; p++) {
-                double v[32];
-                memcpy(v, gf[s][th - 1][p], sizeof(double) * (size_t)rounds);
-                printf("%5zu -> %5zu, %d thread%s, %-16s GFLOP/s [", shapes[s][0], shapes[s][1],
-                       th, th > 1 ? "s" : " ", names[p]);
-                for (int rd = 0; rd < rounds; rd++)
-                    printf("%s%.1f", rd ? ", " : "", v[rd]);
-                qsort(v, (size_t)rounds, sizeof *v, cmp_double);
-                printf("] median %.1f\n", v[rounds / 2]);
-                printf("RESULT f32_gflops_%zu_%zu_t%d_%s=%.1f\n", shapes[s][0], shapes[s][1], th,
-                       keys[p], v[rounds / 2]);
-            }
-    if (getloadavg(load, 3) >= 0)
-        printf("load average after: %.1f %.1f %.1f\n", load[0], load[1], load[2]);
+    for (int i = 0; i < 3 * 2 * (1 + ours); i++) {   /* shape, threads, path */
+        const int s = i / (2 * (1 + ours)), th = 1 + i / (1 + ours) % 2, p = i % (1 + ours);
+        report("f32", shapes[s], th, names[p], 16, keys[p], gf[s][th - 1][p], rounds);
+    }
+    load_after();
     free(W);
     free(x);
     free(y);

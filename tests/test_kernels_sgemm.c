@@ -62,18 +62,24 @@ static bool near_ref(const float *y, const float *y0, const float *x, const floa
     return ok;
 }
 
-struct job {
-    bool hw;
+/* One product y (n, out) (+)= x · Wᵀ, and a thread's share [o0, o1) of its outputs. */
+struct prod {
+    bool hw, acc;
     const float *x, *W;
-    float *y, *scratch;
-    size_t ldy, n, in, o0, o1;
-    bool acc;
+    float *y;
+    size_t ldy, n, in;
+};
+struct share {
+    const struct prod *p;
+    float *scratch;
+    size_t o0, o1;
 };
 
 static void *run(void *arg)
 {
-    const struct job *j = arg;
-    sn_kern_sgemm(j->hw, j->x, j->W, j->y, j->ldy, j->n, j->in, j->o0, j->o1, j->acc,
+    const struct share *j = arg;
+    const struct prod *p = j->p;
+    sn_kern_sgemm(p->hw, p->x, p->W, p->y, p->ldy, p->n, p->in, j->o0, j->o1, p->acc,
                   j->scratch);
     return NULL;
 }
@@ -83,22 +89,21 @@ static void *run(void *arg)
 static void split(int nt, bool hw, const float *x, const float *W, float *y, size_t ldy,
                   size_t n, size_t in, size_t out, bool acc, float *scratch)
 {
-    struct job jobs[3];
+    const struct prod p = {hw, acc, x, W, y, ldy, n, in};
+    struct share jobs[3];
     pthread_t tid[3];
-    for (int i = 0; i < nt; i++) {
-        size_t a = out * (size_t)i / (size_t)nt, b = out * (size_t)(i + 1) / (size_t)nt;
-        jobs[i] = (struct job){hw, x, W, y, scratch + (size_t)i * sn_kern_sgemm_scratch(), ldy,
-                               n, in, a, b, acc};
+    bool threaded[3] = {false};
+    for (int i = 0; i < nt; i++) {   /* every share on a thread of its own where one starts */
+        jobs[i] = (struct share){&p, scratch + (size_t)i * sn_kern_sgemm_scratch(),
+                                 out * (size_t)i / (size_t)nt, out * (size_t)(i + 1) / (size_t)nt};
+        threaded[i] = pthread_create(&tid[i], NULL, run, &jobs[i]) == 0;
     }
-    int started = 1;
-    for (; started < nt; started++)
-        if (pthread_create(&tid[started], NULL, run, &jobs[started]))
-            break;
-    for (int i = 0; i < nt; i++)
-        if (i == 0 || i >= started)
+    for (int i = 0; i < nt; i++) {
+        if (threaded[i])
+            pthread_join(tid[i], NULL);
+        else
             run(&jobs[i]);
-    for (int i = 1; i < started; i++)
-        pthread_join(tid[i], NULL);
+    }
 }
 
 int main(void)
