@@ -22,9 +22,10 @@
 ** hardware; the next W panel and the next block of y are prefetched in software. KC and MC
 ** were chosen by measurement on a Zen 4 EPYC (docs/export.md "Weight formats and kernels"): a
 ** long KC (few passes of partial sums through y) and an MC past the detector's usual number
-** of tokens (W packed once per call) mattered most. Few rows (a GEMV: the last layer's single
-** token) take x packed whole and W panel by panel, block of k after block of k, the order in
-** which W streams best from memory. Edges: rows of x past a multiple of MR go to a
+** of tokens (W packed once per call) mattered most. Up to 4 rows of x (a GEMV: the last
+** layer's single token) go without packing (gemv_avx512); a few more take x packed whole and
+** W panel by panel, block of k after block of k, the order in which W streams best from
+** memory. Edges: rows of x past a multiple of MR go to a
 ** micro-kernel for fewer rows, outputs past a multiple of 32 are zero columns of the packed
 ** panel, stored with a mask; k needs no multiple. */
 #include "kernels/kernels_internal.h"
@@ -200,11 +201,52 @@ SG_TARGET static void panel(const float *W, size_t in, size_t o, size_t nr, size
     }
 }
 
+/* Rows of y for at most GEMV_ROWS rows of x, without packing: 16 outputs at a time, W's 16
+** rows read 16 floats at a time and transposed in registers, so every k adds one FMA to each
+** of the 16 outputs' chains, as the packed path does (the same bits). A GEMV reads each
+** element of W once for a few FMAs: it is bound by memory, and packing W only added stores
+** and loads to it (measured 1.1-1.3x slower at the 3B's widths). */
+#define GEMV_ROWS 4
+#define GEMV_AHEAD 128   /* floats: 8 cache lines ahead in each row (measured) */
+SG_TARGET static void gemv_avx512(const float *x, const float *W, float *y, size_t ldy,
+                                  size_t n, size_t in, size_t o0, size_t o1, bool accumulate)
+{
+    for (size_t o = o0; o < o1; o += 16) {
+        const size_t nr = o1 - o < 16 ? o1 - o : 16;
+        const __mmask16 mo = (__mmask16)(nr >= 16 ? 0xffffu : (1u << nr) - 1);
+        __m512 acc[GEMV_ROWS];
+        for (size_t t = 0; t < n; t++)
+            acc[t] = accumulate ? _mm512_maskz_loadu_ps(mo, y + t * ldy + o)
+                                : _mm512_setzero_ps();
+        for (size_t k = 0; k < in; k += 16) {
+            const size_t m = in - k < 16 ? in - k : 16;
+            const __mmask16 mk = (__mmask16)((1u << m) - 1);
+            __m512 r[16];
+            for (size_t j = 0; j < 16; j++) {
+                if (j < nr && k + GEMV_AHEAD < in)   /* each row's stream, ahead of its loads */
+                    _mm_prefetch((const char *)(W + (o + j) * in + k + GEMV_AHEAD), _MM_HINT_T0);
+                r[j] = j < nr ? _mm512_maskz_loadu_ps(mk, W + (o + j) * in + k)
+                              : _mm512_setzero_ps();
+            }
+            transpose16(r);
+            for (size_t e = 0; e < m; e++)
+                for (size_t t = 0; t < n; t++)
+                    acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(x[t * in + k + e]), r[e], acc[t]);
+        }
+        for (size_t t = 0; t < n; t++)
+            _mm512_mask_storeu_ps(y + t * ldy + o, mo, acc[t]);
+    }
+}
+
 SG_TARGET static void sgemm_avx512(const float *x, const float *W, float *y, size_t ldy,
                                    size_t n, size_t in, size_t o0, size_t o1, bool accumulate,
                                    float *scratch)
 {
     float *xp = scratch, *wp = scratch + (size_t)MC * KC;
+    if (n <= GEMV_ROWS) {
+        gemv_avx512(x, W, y, ldy, n, in, o0, o1, accumulate);
+        return;
+    }
     const size_t npad = (n + MR - 1) / MR * MR;
     if (npad * in <= (size_t)MC * KC) {
         /* few rows (see the file comment): x packed whole, once; W panel by panel */
