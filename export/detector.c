@@ -288,7 +288,9 @@ static int load_mat(struct sn_detector *d, const char *name, struct wmat *w, str
 **   wb   tile_bf16    rows of the Q8_0 matrix being multiplied, as BF16 (when there is one)
 ** and, when Q8_0 matrices go by int8 dot products (X = T·max(E, F), R = TILE_FLOATS elements):
 **   xs, ws  X/4, R/4 floats; xc X/4 int32; xq, wq X, R int8: the activations quantized to
-**           Q8_0 and a tile of W's rows unpacked (kernels/kernels.h) */
+**           Q8_0 and a tile of W's rows unpacked (kernels/kernels.h)
+** and, when f32 products go by kernels/sgemm.c, sg: sn_kern_sgemm_scratch() floats per thread
+** (2.1 MiB each; allocated at open once n_threads is resolved). */
 static int scratch_layout(struct sn_detector *d, struct sn_err *err)
 {
     const size_t T = (size_t)d->T, E = (size_t)d->h.n_embd, F = (size_t)d->h.n_ff;
