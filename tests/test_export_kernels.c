@@ -11,8 +11,10 @@
 **   2. a tiny random Qwen2 exported as F32, F16, BF16 and Q8_0: each file's rewards against
 **      the F32 file's within the format's bound (TOL below), under each kernel set forced in
 **      turn (BF16 and Q8_0 by BF16 dot products or by f32 tiles, Q8_0 by int8 dot products);
-**      the tile paths (conversion to f32 for the sgemm) and the int8 paths give the same bits
-**      under every ISA;
+**      the tile paths (conversion to f32 for the sgemm) give the same bits under every ISA
+**      with the same sgemm (kernels/sgemm.c where the set is avx512 without +blas, OpenBLAS's
+**      otherwise; F32 by the former within SG_TOL of the latter), the int8 paths under every
+**      ISA; malformed modifiers (+blas twice, two of +dot/+tile/+int8, an empty one) fail;
 **   3. memory: opening a Q8_0, BF16, F16 or F32 detector allocates no copy of its matrices
 **      (the bytes asked of sn_malloc at open, less the declared scratch, are under a quarter
 **      of the matrices' f32 size; the weights stay in the file's memory map);
