@@ -20,7 +20,7 @@ python3-h5py, python3-torch). Not run by the suite: its figures are documented, 
 import argparse, collections, glob, math, time
 import h5py, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 
-IM_START = 510   # <|im_start|> in the demo tokenizer (tokenizer/; docs/formats.md "Template")
+IM_START = 510   # <|im_start|> in the demo tokenizer (docs/formats.md "Token sequences")
 
 
 def parse():
