@@ -19,6 +19,7 @@
 #include "shard/shard.h"
 #include "tests/testutil.h"
 #include "tests/testutil_aten.h"
+#include "tests/testutil_train.h"
 #include "train/train.h"
 
 #include <math.h>
@@ -44,19 +45,8 @@ static const char *dir_of(const char *name)
 static int make_lm_shards(const char *dir, int n_train, int n_val, int64_t vocab,
                           struct sn_err *err)
 {
-    struct sn_shard_set_params sp = sn_shard_set_default_params();
-    cJSON *settings = cJSON_Parse("{\"test\": 2}");
-    sp.dir = dir;
-    sp.shard_size = 40;
-    sp.writer.info.tokenizer_hash =
-        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-    sp.writer.info.template_id = "sentinel-chatml/1";
-    sp.writer.info.max_len = 24;
-    sp.writer.info.vocab_size = vocab;
-    sp.settings = settings;
     struct sn_shard_set *s = NULL;
-    int rc = sn_shard_set_open(&sp, &s, err);
-    cJSON_Delete(settings);
+    int rc = open_test_shards(dir, "{\"test\": 2}", vocab, &s, err);
     struct sn_rng rng;
     sn_rng_seed(&rng, 11);
     /* (start, stride, length) names a progression: count the distinct ones of the train split */
@@ -93,7 +83,7 @@ static int make_lm_shards(const char *dir, int n_train, int n_val, int64_t vocab
             t.text[f] = "x";
         t.meta.split = i < n_train ? SN_SPLIT_TRAIN : SN_SPLIT_VALIDATION;
         t.meta.chosen_agent = t.meta.rejected_agent = -1;
-        t.meta.sha256 = sp.writer.info.tokenizer_hash;
+        t.meta.sha256 = HASH;
         rc = sn_shard_set_add(s, &t, err);
     }
     free(seen);

@@ -7,23 +7,33 @@
 enum { V = 96 };
 #define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-/* n_train/n_val tuples of random sequences (5..20 tokens) in dir; a tuple has a reference
-** with probability 1/2 (so the micro-batches of one step hold different numbers of
-** references). Chosen sequences end with token 7, rejected with 9: a learnable signal. */
-static int make_shards(const char *dir, int n_train, int n_val, struct sn_err *err)
+/* A shard set in dir for the trainer tests: shards of 40 tuples, max_len 24, the given
+** vocabulary and build settings (a JSON object naming the test). */
+static inline int open_test_shards(const char *dir, const char *settings_json, int64_t vocab,
+                                   struct sn_shard_set **s, struct sn_err *err)
 {
     struct sn_shard_set_params sp = sn_shard_set_default_params();
-    cJSON *settings = cJSON_Parse("{\"test\": 1}");
+    cJSON *settings = cJSON_Parse(settings_json);
     sp.dir = dir;
     sp.shard_size = 40;
     sp.writer.info.tokenizer_hash = HASH;
     sp.writer.info.template_id = "sentinel-chatml/1";
     sp.writer.info.max_len = 24;
-    sp.writer.info.vocab_size = V;
+    sp.writer.info.vocab_size = vocab;
     sp.settings = settings;
-    struct sn_shard_set *s = NULL;
-    int rc = sn_shard_set_open(&sp, &s, err);
+    *s = NULL;
+    int rc = sn_shard_set_open(&sp, s, err);
     cJSON_Delete(settings);
+    return rc;
+}
+
+/* n_train/n_val tuples of random sequences (5..20 tokens) in dir; a tuple has a reference
+** with probability 1/2 (so the micro-batches of one step hold different numbers of
+** references). Chosen sequences end with token 7, rejected with 9: a learnable signal. */
+static inline int make_shards(const char *dir, int n_train, int n_val, struct sn_err *err)
+{
+    struct sn_shard_set *s = NULL;
+    int rc = open_test_shards(dir, "{\"test\": 1}", V, &s, err);
     struct sn_rng rng;
     sn_rng_seed(&rng, 5);
     for (int i = 0; i < n_train + n_val && !rc; i++) {
