@@ -8,7 +8,9 @@
 **   - persuasive-correct pairs (an adversary's message made right vs itself) come at the
 **     configured share of adversary messages (within a binomial 4-sigma band), and so do
 **     contrast pairs of chosen messages;
-**   - `rejected` = adversary / misled leaves out what it says;
+**   - `rejected` = adversary / misled leaves out what it says; `chosen` = honest adds honest
+**     wrong messages as chosen against adversary messages only, and never draws a contrast
+**     pair from a wrong chosen message;
 **   - sn_tuples_swap_answer keeps every other byte (a worked example per task). */
 #include "data/data.h"
 #include "tuples/tuples.h"
@@ -21,6 +23,7 @@
 
 struct tally {
     size_t n, contrast, persuasive, by_kind[SN_REJ_COUNT], bad_overlap, bad_content;
+    size_t chosen_wrong; /* plain pairs whose chosen message lacks the gold answer */
     double min_overlap;
 };
 
@@ -76,8 +79,13 @@ static int on_tuple(void *user, const struct sn_tuple *tp, struct sn_err *err)
     t->by_kind[tp->kind]++;
     bool contrast = tp->kind == SN_REJ_CONTRAST, persuasive = !strcmp(tp->meta.chosen_role,
                                                                       "contrast");
-    if (!contrast && !persuasive)
+    if (!contrast && !persuasive) {
+        char a[SN_ANSWER_MAX];
+        t->chosen_wrong += !(sn_extract_answer(tp->text[SN_FIELD_CHOSEN], tr->task,
+                                               tr->n_options, a) &&
+                             sn_answer_equal(a, tr->gold, tr->task));
         return SN_OK;
+    }
     t->contrast += contrast;
     t->persuasive += persuasive;
     const char *ch = tp->text[SN_FIELD_CHOSEN], *rj = tp->text[SN_FIELD_REJECTED];
@@ -199,6 +207,28 @@ static void test_pairs(void)
     build(trajs, n, &p0, &t0, &n_adv, &n_chosen);
     CHECK(t0.by_kind[SN_REJ_WRONG] == 0 && t0.by_kind[SN_REJ_MISLED] == 0 &&
           t0.by_kind[SN_REJ_ADVERSARY] > 0);
+    CHECK(t0.chosen_wrong == 0);
+    size_t n_adversary_only = t0.n;
+
+    /* chosen = honest: honest wrong messages become chosen, against adversary messages only;
+    ** contrast pairs still come from correct chosen messages only */
+    struct sn_tuples_params ph = p0;
+    ph.chosen = SN_CHOSEN_HONEST;
+    ph.contrast = 0.5;
+    build(trajs, n, &ph, &t0, &n_adv, &n_chosen);
+    CHECK_MSG(t0.chosen_wrong > 0 && t0.n - t0.contrast > n_adversary_only,
+              "%zu wrong chosen, %zu plain tuples vs %zu with correct chosen only",
+              t0.chosen_wrong, t0.n - t0.contrast, n_adversary_only);
+    CHECK(t0.by_kind[SN_REJ_WRONG] == 0 && t0.by_kind[SN_REJ_MISLED] == 0 && t0.contrast > 0 &&
+          t0.bad_content == 0);
+    ph.rejected = SN_REJECTED_MISLED;
+    struct sn_tuples *bad = NULL;
+    CHECK(sn_tuples_create(&ph, &bad, &err) == SN_E_ARG && !bad);
+    CHECK(strstr(err.msg, "needs rejected = \"adversary\""));
+    enum sn_chosen_from cf;
+    CHECK(sn_chosen_from_parse("honest", &cf, &err) == SN_OK && cf == SN_CHOSEN_HONEST);
+    CHECK(sn_chosen_from_parse("wrong", &cf, &err) == SN_E_ARG);
+
     enum sn_rejected_from rf;
     CHECK(sn_rejected_from_parse("misled", &rf, &err) == SN_OK && rf == SN_REJECTED_MISLED);
     CHECK(sn_rejected_from_parse("honest", &rf, &err) == SN_E_ARG);

@@ -86,6 +86,12 @@ static void test_build(void)
     FAILS(build_fn, "{\"build\": {\"reference\": \"model\", \"reference_endpoint\": "
           "{\"kind\": \"sim\"}}}", "the sim backend cannot write");
     FAILS(build_fn, "{\"build\": {\"test\": \"b\"}}", "build.test: expected a list");
+    CHECK(build_of("{\"build\": {\"chosen\": \"honest\", \"rejected\": \"adversary\"}}", &p,
+                   &r, &err) == SN_OK &&
+          p.tuples.chosen == SN_CHOSEN_HONEST && p.tuples.rejected == SN_REJECTED_ADVERSARY);
+    FAILS(build_fn, "{\"build\": {\"chosen\": \"honest\"}}",
+          "build.chosen = \"honest\" needs build.rejected = \"adversary\" (it is \"all\")");
+    FAILS(build_fn, "{\"build\": {\"chosen\": \"any\"}}", "chosen = \"any\": expected correct");
 }
 
 static void test_import(void)

@@ -315,6 +315,7 @@ static cJSON *make_settings(const struct sn_build_params *p, char **paths, size_
     cJSON_AddBoolToObject(s, "skip_bad", p->skip_bad);
     cJSON_AddNumberToObject(s, "max_pairs", (double)t->max_pairs);
     cJSON_AddStringToObject(s, "rejected", sn_rejected_from_name(t->rejected));
+    cJSON_AddStringToObject(s, "chosen", sn_chosen_from_name(t->chosen));
     cJSON_AddNumberToObject(s, "contrast", t->contrast);
     cJSON_AddNumberToObject(s, "persuasive_correct", t->persuasive_correct);
     snprintf(num, sizeof num, "%" PRIu64, t->seed);

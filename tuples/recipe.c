@@ -10,7 +10,7 @@ static const char *const build_keys[] = {
     "validation_fraction", "test_fraction", "split_seed", "split_by", "validation", "test",
     "history_sentences", "history_chars",
     "dedup", "skip_bad", "deflate_level", "summary", "reference", "summary_endpoint",
-    "reference_endpoint", "summary_sentences", "rejected", "contrast", "persuasive_correct",
+    "reference_endpoint", "summary_sentences", "rejected", "chosen", "contrast", "persuasive_correct",
     "format", "max_length", /* TRL RewardConfig's name of max_len (docs/train.md "Hugging Face names") */
     NULL};
 
@@ -123,14 +123,22 @@ int sn_build_params_from_recipe(const cJSON *recipe, struct sn_build_params *p,
     t->seed = (uint64_t)seed;
     t->split_seed = (uint64_t)split_seed;
     const char *split_by = "item", *rejected = sn_rejected_from_name(t->rejected);
+    const char *chosen = sn_chosen_from_name(t->chosen);
     if ((rc = sn_json_get_string(sec, "build", "split_by", split_by, &split_by, err)) ||
         (rc = sn_json_get_string(sec, "build", "rejected", rejected, &rejected, err)) ||
+        (rc = sn_json_get_string(sec, "build", "chosen", chosen, &chosen, err)) ||
         (rc = sn_json_get_double(sec, "build", "contrast", t->contrast, &t->contrast, err)) ||
         (rc = sn_json_get_double(sec, "build", "persuasive_correct", t->persuasive_correct,
                                  &t->persuasive_correct, err)))
         return rc;
-    if ((rc = sn_rejected_from_parse(rejected, &t->rejected, err)))
+    if ((rc = sn_rejected_from_parse(rejected, &t->rejected, err)) ||
+        (rc = sn_chosen_from_parse(chosen, &t->chosen, err)))
         return sn_err_wrap(err, "recipe: build");
+    if (t->chosen == SN_CHOSEN_HONEST && t->rejected != SN_REJECTED_ADVERSARY)
+        return sn_err_set(err, SN_E_ARG, "recipe: build.chosen = \"honest\" needs "
+                          "build.rejected = \"adversary\" (it is \"%s\"): an honest wrong "
+                          "answer would be both chosen and rejected (docs/formats.md \"Tuple "
+                          "selection\")", rejected);
     if (!(t->contrast >= 0.0 && t->contrast <= 1.0) ||
         !(t->persuasive_correct >= 0.0 && t->persuasive_correct <= 1.0))
         return sn_err_set(err, SN_E_ARG, "recipe: build.contrast and build.persuasive_correct "

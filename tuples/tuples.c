@@ -56,6 +56,27 @@ int sn_rejected_from_parse(const char *name, enum sn_rejected_from *out, struct 
                       "misled honest agents)", name ? name : "(null)");
 }
 
+static const char *const chosen_from_names[] = {"correct", "honest"};
+_Static_assert(sizeof chosen_from_names / sizeof chosen_from_names[0] == SN_CHOSEN_FROM_COUNT,
+               "chosen_from");
+
+const char *sn_chosen_from_name(enum sn_chosen_from c)
+{
+    return (unsigned)c < SN_CHOSEN_FROM_COUNT ? chosen_from_names[c] : "?";
+}
+
+int sn_chosen_from_parse(const char *name, enum sn_chosen_from *out, struct sn_err *err)
+{
+    for (int k = 0; k < SN_CHOSEN_FROM_COUNT; k++)
+        if (name && !strcmp(name, chosen_from_names[k])) {
+            *out = (enum sn_chosen_from)k;
+            return SN_OK;
+        }
+    return sn_err_set(err, SN_E_ARG, "chosen = \"%s\": expected correct (honest messages with "
+                      "the gold answer) or honest (every honest message with a parsed answer; "
+                      "needs rejected = adversary)", name ? name : "(null)");
+}
+
 struct sn_tuples_params sn_tuples_default_params(void)
 {
     struct sn_tuples_params p;
@@ -250,6 +271,12 @@ int sn_tuples_create(const struct sn_tuples_params *p, struct sn_tuples **out, s
                           p->test_fraction);
     if ((unsigned)p->split_by >= SN_SPLIT_BY_COUNT)
         return sn_err_set(err, SN_E_ARG, "build: split_by %d is out of range", (int)p->split_by);
+    /* an honest wrong message cannot be chosen in one pair and rejected in another */
+    if (p->chosen == SN_CHOSEN_HONEST && p->rejected != SN_REJECTED_ADVERSARY)
+        return sn_err_set(err, SN_E_ARG, "build: chosen = \"honest\" needs rejected = "
+                          "\"adversary\" (it is \"%s\"): an honest wrong answer would be both "
+                          "chosen and rejected (docs/formats.md \"Tuple selection\")",
+                          sn_rejected_from_name(p->rejected));
     for (size_t i = 0; i < p->n_test_values; i++)
         if (!p->test_values[i] || listed(p->test_values[i], p->validation_values,
                                          p->n_validation_values))
@@ -511,6 +538,7 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
     struct neg *negs = NULL;
     const char **chosen = NULL;
     int *chosen_agent = NULL;
+    bool *chosen_correct = NULL; /* the chosen message has the gold answer */
     struct pair *pairs = NULL;
     uint64_t before = b->counts[SN_TC_TUPLES];
     enum sn_split split = sn_tuples_split(t, &b->p);
@@ -531,8 +559,9 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
     negs = sn_calloc(max_msgs + 1, sizeof *negs);
     chosen = sn_calloc(max_msgs + 1, sizeof *chosen);
     chosen_agent = sn_calloc(max_msgs + 1, sizeof *chosen_agent);
+    chosen_correct = sn_calloc(max_msgs + 1, sizeof *chosen_correct);
     struct con *con = sn_calloc(2 * max_msgs + 2, sizeof *con);
-    if (!rc && (!hist_upto || !negs || !chosen || !chosen_agent || !con))
+    if (!rc && (!hist_upto || !negs || !chosen || !chosen_agent || !chosen_correct || !con))
         rc = sn_err_set(err, SN_E_NOMEM, "out of memory");
     /* extractive history: entries of all rounds, in order; round r's context is a prefix */
     for (size_t r = 0; r < t->n_rounds && !rc && !b->p.summarize; r++) {
@@ -561,7 +590,8 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
                                              SN_REJ_ADVERSARY, i * 1000};
             } else if (hk == SN_HONEST_UNPARSED) {
                 b->counts[SN_TC_UNPARSED]++;
-            } else if (hk == SN_HONEST_CORRECT) {
+            } else if (hk == SN_HONEST_CORRECT || b->p.chosen == SN_CHOSEN_HONEST) {
+                chosen_correct[n_ch] = hk == SN_HONEST_CORRECT;
                 chosen_agent[n_ch] = m->agent;
                 chosen[n_ch++] = m->text;
             } else {
@@ -605,7 +635,7 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
         sn_rng_seed(&crng, sn_seed_derive(sn_seed_derive(b->p.seed, t->id, r), "contrast", 0));
         bool can_swap = t->gold && t->gold[0] && (t->task != SN_TASK_MC || t->n_options >= 2);
         for (size_t ci = 0; can_swap && b->p.contrast > 0 && ci < n_ch; ci++)
-            if (sn_rng_uniform(&crng) < b->p.contrast)
+            if (chosen_correct[ci] && sn_rng_uniform(&crng) < b->p.contrast)
                 con[n_con++] = (struct con){ci, SIZE_MAX};
         for (size_t ri = 0; can_swap && b->p.persuasive_correct > 0 && ri < n_neg; ri++)
             if (negs[ri].kind == SN_REJ_ADVERSARY && !strcmp(negs[ri].role, "adversary") &&
@@ -706,6 +736,7 @@ int sn_tuples_add(struct sn_tuples *b, const struct sn_traj *t, sn_tuple_fn fn, 
     sn_free(negs);
     sn_free(chosen);
     sn_free(chosen_agent);
+    sn_free(chosen_correct);
     sn_free(con);
     sn_free(pairs);
     return rc;

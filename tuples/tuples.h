@@ -96,9 +96,19 @@ enum sn_rejected_from { SN_REJECTED_ALL, SN_REJECTED_ADVERSARY, SN_REJECTED_MISL
 const char *sn_rejected_from_name(enum sn_rejected_from r); /* "all", "adversary", "misled" */
 int sn_rejected_from_parse(const char *name, enum sn_rejected_from *out, struct sn_err *err);
 
+/* Which honest messages become chosen (docs/formats.md "Tuple selection"): those with the gold
+** answer (the paper's §3.2 construction), or every honest message with a parsed answer, right
+** or wrong, against adversary and tampered messages only (needs SN_REJECTED_ADVERSARY: a
+** behaviour label, "an honest agent wrote this", for detectors judged on who the adversary is
+** rather than on which answer is right). */
+enum sn_chosen_from { SN_CHOSEN_CORRECT, SN_CHOSEN_HONEST, SN_CHOSEN_FROM_COUNT };
+const char *sn_chosen_from_name(enum sn_chosen_from c); /* "correct", "honest" */
+int sn_chosen_from_parse(const char *name, enum sn_chosen_from *out, struct sn_err *err);
+
 struct sn_tuples_params {
     size_t   max_pairs;            /* per round; 0 = all pairs */
     enum sn_rejected_from rejected; /* default SN_REJECTED_ALL */
+    enum sn_chosen_from chosen;     /* default SN_CHOSEN_CORRECT; HONEST needs rejected ADVERSARY */
     /* Content-contrastive pairs (docs/formats.md "Content-contrastive pairs"), beside the
     ** max_pairs ones: each chosen message gives, with probability `contrast`, a pair whose
     ** rejected is the same text with its answer made wrong (sn_tuples_swap_answer); each
