@@ -19,6 +19,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 cp -r "$run/trajectories" "$run/run.json" "$tmp/"
 # run_pipeline.sh's reduced settings (so simulate is up to date), plus the lm stage
 sets=(--set simulate.defaults.dataset.n=24
+      --set 'simulate.endpoints.sim-styles={"kind": "sim", "competence": 0.8}'
       --set train.max_steps=12 --set train.warmup_steps=4 --set train.eval_every=6
       --set train.save_every=6
       --set eval.dataset.n=8 --set eval.bootstrap=0
