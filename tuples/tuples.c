@@ -35,6 +35,15 @@ static int rank_of(enum sn_rejected_kind k)
                                                                                  : 2;
 }
 
+/* The index of name in names[0..n), or -1 (the parsers of the build's enum settings). */
+static int name_index(const char *const *names, int n, const char *name)
+{
+    for (int k = 0; name && k < n; k++)
+        if (!strcmp(name, names[k]))
+            return k;
+    return -1;
+}
+
 static const char *const rejected_from_names[] = {"all", "adversary", "misled"};
 _Static_assert(sizeof rejected_from_names / sizeof rejected_from_names[0] ==
                SN_REJECTED_FROM_COUNT, "rejected_from");
@@ -46,11 +55,11 @@ const char *sn_rejected_from_name(enum sn_rejected_from r)
 
 int sn_rejected_from_parse(const char *name, enum sn_rejected_from *out, struct sn_err *err)
 {
-    for (int k = 0; k < SN_REJECTED_FROM_COUNT; k++)
-        if (name && !strcmp(name, rejected_from_names[k])) {
-            *out = (enum sn_rejected_from)k;
-            return SN_OK;
-        }
+    int k = name_index(rejected_from_names, SN_REJECTED_FROM_COUNT, name);
+    if (k >= 0) {
+        *out = (enum sn_rejected_from)k;
+        return SN_OK;
+    }
     return sn_err_set(err, SN_E_ARG, "rejected = \"%s\": expected all (every wrong answer), "
                       "adversary (adversary and tampered messages only) or misled (those and "
                       "misled honest agents)", name ? name : "(null)");
@@ -67,11 +76,11 @@ const char *sn_chosen_from_name(enum sn_chosen_from c)
 
 int sn_chosen_from_parse(const char *name, enum sn_chosen_from *out, struct sn_err *err)
 {
-    for (int k = 0; k < SN_CHOSEN_FROM_COUNT; k++)
-        if (name && !strcmp(name, chosen_from_names[k])) {
-            *out = (enum sn_chosen_from)k;
-            return SN_OK;
-        }
+    int k = name_index(chosen_from_names, SN_CHOSEN_FROM_COUNT, name);
+    if (k >= 0) {
+        *out = (enum sn_chosen_from)k;
+        return SN_OK;
+    }
     return sn_err_set(err, SN_E_ARG, "chosen = \"%s\": expected correct (honest messages with "
                       "the gold answer) or honest (every honest message with a parsed answer; "
                       "needs rejected = adversary)", name ? name : "(null)");
@@ -99,11 +108,11 @@ const char *sn_split_by_name(enum sn_split_by b)
 
 int sn_split_by_parse(const char *name, enum sn_split_by *out, struct sn_err *err)
 {
-    for (int k = 0; k < SN_SPLIT_BY_COUNT; k++)
-        if (name && !strcmp(name, split_by_names[k])) {
-            *out = (enum sn_split_by)k;
-            return SN_OK;
-        }
+    int k = name_index(split_by_names, SN_SPLIT_BY_COUNT, name);
+    if (k >= 0) {
+        *out = (enum sn_split_by)k;
+        return SN_OK;
+    }
     return sn_err_set(err, SN_E_ARG, "split_by = \"%s\": expected item, dataset, model, "
                       "scenario or experiment", name ? name : "(null)");
 }
