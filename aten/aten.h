@@ -63,6 +63,11 @@ const char *sn_aten_version(void);          /* libtorch version, e.g. "1.13.1" (
 bool sn_aten_cuda_available(void);
 int  sn_aten_cuda_device_count(void);
 int  sn_aten_cuda_synchronize(struct sn_err *err); /* no-op without CUDA */
+/* libtorch's deterministic-algorithms switch (torch.use_deterministic_algorithms): on CUDA,
+** ops without a deterministic kernel then fail instead of running a nondeterministic one, and
+** cuBLAS needs CUBLAS_WORKSPACE_CONFIG=:4096:8 (or :16:8) in the environment before its
+** first use. The CPU kernels are deterministic either way. */
+int  sn_aten_set_deterministic(bool on, struct sn_err *err);
 void sn_aten_set_num_threads(int n);        /* intra-op threads; n <= 0 leaves it unchanged */
 int  sn_aten_get_num_threads(void);
 /* Seeds libtorch's own default generators (CPU and CUDA). Our ops that draw random numbers
@@ -496,11 +501,23 @@ int sn_aten_load_raw(const char *path, const int64_t *shape, int ndim, enum sn_d
 **   Slurm:     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, + MASTER_ADDR, MASTER_PORT
 **   nothing:   a world of 1 (rank 0); collectives are no-ops and no socket is opened.
 ** MASTER_ADDR defaults to 127.0.0.1; MASTER_PORT is required when WORLD_SIZE > 1. Rank 0
-** hosts the TCPStore. Backend: Gloo on CPU; NCCL when the device is CUDA and libtorch has it. */
+** hosts the TCPStore. Backend (AUTO): Gloo on CPU; NCCL when the device is CUDA. GLOO on a
+** CUDA device all-reduces CUDA tensors through Gloo (several ranks on one GPU, where NCCL
+** refuses two ranks per device); NCCL needs a CUDA device. A backend this build lacks (Gloo
+** headers or NCCL absent from the libtorch it was built against) is SN_E_UNSUPPORTED. */
+enum sn_dist_backend { SN_DIST_BACKEND_AUTO, SN_DIST_BACKEND_GLOO, SN_DIST_BACKEND_NCCL };
 struct sn_dist_params {
-    struct sn_device device;   /* where collective tensors live; CPU => Gloo */
-    int              timeout_s; /* store connect + collectives; 0 = 300 */
+    struct sn_device     device;    /* where collective tensors live */
+    int                  timeout_s; /* store connect + collectives; 0 = 300 */
+    enum sn_dist_backend backend;   /* AUTO (default) */
+    bool                 open_single; /* open the backend for a world of one too (as torchrun
+                                      ** --nproc-per-node 1 does), so one device exercises it;
+                                      ** false: a world of one opens nothing */
 };
+/* "auto", "gloo", "nccl" -> *out; SN_E_ARG otherwise (the message names the choices). */
+int  sn_aten_dist_backend_parse(const char *s, enum sn_dist_backend *out, struct sn_err *err);
+/* Whether this build can open a group of that backend (false for AUTO). */
+bool sn_aten_dist_backend_built(enum sn_dist_backend b);
 struct sn_dist_params sn_dist_default_params(void);
 int  sn_aten_dist_init_env(const struct sn_dist_params *params, struct sn_dist **out,
                            struct sn_err *err);

@@ -4,9 +4,14 @@
 // A world of one opens nothing and every collective is a no-op.
 #include "aten/aten_internal.hpp"
 
+// SN_HAVE_C10D_GLOO / SN_HAVE_C10D_NCCL are set by CMakeLists.txt when the libtorch's header
+// for that backend compiles here. Not USE_C10D_*: a PyTorch wheel's CMake config defines those
+// for every user whether or not it ships the headers they need (Gloo's, for one).
+#ifdef SN_HAVE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef USE_C10D_NCCL
+#ifdef SN_HAVE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -24,8 +29,10 @@ struct sn_dist {
     int rank = 0, world = 1, local_rank = 0;
     std::string backend = "none";
     c10::intrusive_ptr<c10d::Store> store;
+#ifdef SN_HAVE_C10D_GLOO
     c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
-#ifdef USE_C10D_NCCL
+#endif
+#ifdef SN_HAVE_C10D_NCCL
     c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
 #endif
     std::chrono::milliseconds timeout{300000};
@@ -37,7 +44,40 @@ extern "C" struct sn_dist_params sn_dist_default_params(void)
     p.device.type = SN_DEVICE_CPU;
     p.device.index = 0;
     p.timeout_s = 0;
+    p.backend = SN_DIST_BACKEND_AUTO;
+    p.open_single = false;
     return p;
+}
+
+extern "C" int sn_aten_dist_backend_parse(const char *s, enum sn_dist_backend *out,
+                                          struct sn_err *err)
+{
+    if (!s || !out)
+        return sn_err_set(err, SN_E_ARG, "dist backend: NULL argument");
+    if (!strcmp(s, "auto"))
+        *out = SN_DIST_BACKEND_AUTO;
+    else if (!strcmp(s, "gloo"))
+        *out = SN_DIST_BACKEND_GLOO;
+    else if (!strcmp(s, "nccl"))
+        *out = SN_DIST_BACKEND_NCCL;
+    else
+        return sn_err_set(err, SN_E_ARG, "dist backend '%s': expected 'auto', 'gloo' or 'nccl'",
+                          s);
+    return SN_OK;
+}
+
+extern "C" bool sn_aten_dist_backend_built(enum sn_dist_backend b)
+{
+#ifdef SN_HAVE_C10D_GLOO
+    if (b == SN_DIST_BACKEND_GLOO)
+        return true;
+#endif
+#ifdef SN_HAVE_C10D_NCCL
+    if (b == SN_DIST_BACKEND_NCCL)
+        return true;
+#endif
+    (void)b;
+    return false;
 }
 
 // Strict integer from the environment: false if unset; throws ArgError if malformed.
@@ -114,20 +154,27 @@ extern "C" int sn_aten_dist_init(int rank, int world_size, int local_rank,
         d->world = world_size;
         d->local_rank = local_rank < 0 ? rank : local_rank;
         d->timeout = std::chrono::milliseconds(1000LL * (p.timeout_s > 0 ? p.timeout_s : 300));
-        if (world_size > 1) {
+        if (world_size > 1 || p.open_single) {
             if (!master_addr || !*master_addr)
                 throw ArgError("MASTER_ADDR is empty");
             if (master_port <= 0 || master_port > 65535)
                 throw ArgError("MASTER_PORT " + std::to_string(master_port) +
                                " not in [1, 65535]");
             bool cuda = p.device.type == SN_DEVICE_CUDA;
-            if (cuda) {
-#ifndef USE_C10D_NCCL
-                throw CodedError(SN_E_UNSUPPORTED, "CUDA collectives need a libtorch built "
-                                                   "with NCCL (USE_C10D_NCCL); use a CPU "
-                                                   "device for Gloo");
-#endif
-            }
+            enum sn_dist_backend b = p.backend;
+            if (b == SN_DIST_BACKEND_AUTO)
+                b = cuda ? SN_DIST_BACKEND_NCCL : SN_DIST_BACKEND_GLOO;
+            if (b == SN_DIST_BACKEND_NCCL && !cuda)
+                throw ArgError("backend nccl needs a CUDA device");
+            if (!sn_aten_dist_backend_built(b))
+                throw CodedError(SN_E_UNSUPPORTED,
+                                 b == SN_DIST_BACKEND_NCCL
+                                     ? "CUDA collectives over NCCL need a libtorch built with "
+                                       "NCCL and nccl.h when sentinel is configured "
+                                       "(docs/aten.md); use backend gloo or a CPU device"
+                                     : "this build has no Gloo backend (the libtorch's c10d "
+                                       "Gloo headers were not found when it was configured; "
+                                       "docs/aten.md)");
             c10d::TCPStoreOptions so;
             so.port = (std::uint16_t)master_port;
             so.isServer = rank == 0;
@@ -135,7 +182,10 @@ extern "C" int sn_aten_dist_init(int rank, int world_size, int local_rank,
             so.waitWorkers = true;
             so.timeout = d->timeout;
             d->store = c10::make_intrusive<c10d::TCPStore>(std::string(master_addr), so);
-            if (!cuda) {
+#ifdef SN_HAVE_C10D_GLOO
+            if (b == SN_DIST_BACKEND_GLOO) {
+                // On a CUDA device Gloo reduces the CUDA tensors itself (staged through host
+                // memory), which is what lets several ranks share one GPU.
                 auto o = c10d::ProcessGroupGloo::Options::create(d->timeout);
                 const char *ifname = getenv("GLOO_SOCKET_IFNAME");
                 if (ifname && *ifname)
@@ -150,8 +200,9 @@ extern "C" int sn_aten_dist_init(int rank, int world_size, int local_rank,
                                                                       world_size, o);
                 d->backend = "gloo";
             }
-#ifdef USE_C10D_NCCL
-            else {
+#endif
+#ifdef SN_HAVE_C10D_NCCL
+            if (b == SN_DIST_BACKEND_NCCL) {
                 auto o = c10d::ProcessGroupNCCL::Options::create();
                 o->timeout = d->timeout;
                 d->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(d->store, rank,
@@ -176,8 +227,10 @@ extern "C" void sn_aten_dist_free(struct sn_dist *d)
     if (!d)
         return;
     try {
+#ifdef SN_HAVE_C10D_GLOO
         d->gloo.reset(); // the group before the store it talks through
-#ifdef USE_C10D_NCCL
+#endif
+#ifdef SN_HAVE_C10D_NCCL
         d->nccl.reset();
 #endif
         d->store.reset();
@@ -214,16 +267,19 @@ static bool with_group(struct sn_dist *d, F &&f)
 {
     if (!d)
         throw ArgError("dist handle is NULL");
-#ifdef USE_C10D_NCCL
+#ifdef SN_HAVE_C10D_NCCL
     if (d->nccl) {
         f(d->nccl.get());
         return true;
     }
 #endif
+#ifdef SN_HAVE_C10D_GLOO
     if (d->gloo) {
         f(d->gloo.get());
         return true;
     }
+#endif
+    (void)f;
     return false;
 }
 

@@ -5,6 +5,7 @@
 #define SN_ATEN_INTERNAL_HPP
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h> // at::NoGradGuard: ATen.h no longer brings it in libtorch 2.x
 #include <new>
 #include <stdexcept>
 #include <string>

@@ -7,6 +7,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/api/include/torch/cuda.h>
 #include <torch/csrc/api/include/torch/version.h>
 
 #include <cerrno>
@@ -187,10 +188,12 @@ extern "C" const char *sn_aten_version(void)
     return TORCH_VERSION;
 }
 
+// CUDA queries through the C++ frontend (torch::cuda), whose spelling is the same in 1.13 and
+// 2.x; at::detail::getCUDAHooks() changed its interface between them.
 extern "C" bool sn_aten_cuda_available(void)
 {
     try {
-        return at::hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0;
+        return at::hasCUDA() && torch::cuda::device_count() > 0;
     } catch (...) {
         return false;
     }
@@ -199,7 +202,7 @@ extern "C" bool sn_aten_cuda_available(void)
 extern "C" int sn_aten_cuda_device_count(void)
 {
     try {
-        return at::hasCUDA() ? (int)at::detail::getCUDAHooks().getNumGPUs() : 0;
+        return at::hasCUDA() ? (int)torch::cuda::device_count() : 0;
     } catch (...) {
         return 0;
     }
@@ -209,9 +212,14 @@ extern "C" int sn_aten_cuda_synchronize(struct sn_err *err)
 {
     return guard("cuda_synchronize", err, [&] {
         if (sn_aten_cuda_available())
-            at::detail::getCUDAHooks().deviceSynchronize(
-                at::detail::getCUDAHooks().current_device());
+            torch::cuda::synchronize(); // the current device's streams
     });
+}
+
+extern "C" int sn_aten_set_deterministic(bool on, struct sn_err *err)
+{
+    return guard("set_deterministic", err,
+                 [&] { at::globalContext().setDeterministicAlgorithms(on, false); });
 }
 
 extern "C" void sn_aten_set_num_threads(int n)

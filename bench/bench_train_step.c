@@ -5,26 +5,41 @@
 ** (processed tokens: padding excluded, a shared prefix counted once), tuples/s, step time,
 ** data wait as a fraction of the step, peak RSS.
 **
-**   bench_train_step [--config tiny|small|100m] [--seq N] [--batch B] [--steps N] [--warmup N]
-**                    [--ckpt 0|1] [--mode full|lora] [--threads N]
+**   bench_train_step [--config tiny|small|100m|wide] [--seq N] [--batch B] [--steps N]
+**                    [--warmup N] [--ckpt 0|1] [--mode full|lora] [--threads N]
 **                    [--batching padded|packed|shared_prefix] [--ctx-ratio R]
+**                    [--device cpu|cuda|cuda:N] [--dtype f32|bf16]
 **
 ** --ctx-ratio R > 0: the three sequences of a tuple share a context of R/(R+1) of --seq tokens
 ** and end in their own response of about --seq/(R+1) tokens (± 1/4, so padded rows pad);
 ** 0 (default): three unrelated sequences of --seq tokens.
 **
+** --device: train.device (docs/train.md "GPUs"): the model, batches and optimizer state live
+** there. A device this libtorch cannot use (CUDA on a CPU-only build) fails before any work
+** with aten's message and exit status 3 (2 for a malformed option). On CUDA each timed step is
+** bracketed by device synchronizations, so the clock measures the work the GPU ran, not what
+** was queued. --steps 0 only checks the device and prints the device= and libtorch= lines
+** (bench/train_step_gpu.sh probes with it).
+** --dtype bf16: train.dtype bfloat16 (docs/train.md "bf16"): f32 master weights, the
+** projections multiply in bf16 (sn_aten_autocast_enter); f32 (default) everywhere else.
+**
 ** --config 100m: the ~100M decoder of bench_forward_backward (8 layers, hidden 768, 12/4 heads,
 ** intermediate 2048, vocab 32000), written here as a seeded HF directory and trained from it.
+** --config wide: a GPU-sized decoder of the same family and vocabulary (4 layers, hidden 2048,
+** 16/4 heads of 128, intermediate 5504; 177M projection parameters, 243M with the embedding),
+** written the same way; its GEMMs are wide enough to load a GPU's tensor cores.
 ** gflop_per_step counts the FLOPs of the matrix products the step computes: 2 N per token
 ** forward, with N the decoder's projection parameters, and twice that in backward for full
 ** fine-tuning (input and weight gradients) or once for LoRA (input gradients; the small LoRA
 ** products are left out); attention 2 T D per token and layer forward (QK^T and PV over the
 ** causal half of T keys), twice that in backward. The last layer counts as computed: k and v
 ** on every token, the rest on the three read-out tokens of each tuple (docs/train.md "Speed").
+** The count does not depend on --dtype; divide gflops by the device's peak for the MFU.
 **
 ** Runs with sn_tune_host_allocator as `sentinel` does (TS_DEFAULT_MALLOC=1: without).
 **
-** Not timed in tests; bench/train_step.sh runs the configurations. */
+** Not timed in tests; bench/train_step.sh (CPU) and bench/train_step_gpu.sh (CUDA) run the
+** configurations. */
 #include "shard/shard.h"
 #include "tests/testutil_qwen2.h"
 #include "train/train.h"
@@ -86,9 +101,30 @@ static int make_shards(const char *dir, int n, int seq, int vocab, int ratio,
     return rc;
 }
 
+/* Waits for the work queued on dev (nothing on the CPU). sn_aten_cuda_synchronize waits on
+** the current CUDA device, which nothing here changes from device 0; for cuda:N with N > 0 a
+** blocking one-element copy to the host waits on that device's stream as well, the one every
+** op of the step was queued on. */
+static int sync_device(struct sn_device dev, struct sn_err *err)
+{
+    if (dev.type != SN_DEVICE_CUDA)
+        return SN_OK;
+    int rc = sn_aten_cuda_synchronize(err);
+    if (!rc && dev.index != 0) {
+        struct sn_tensor *d = NULL, *h = NULL;
+        rc = sn_aten_zeros(NULL, 0, SN_DTYPE_F32, dev, &d, err);
+        if (!rc)
+            rc = sn_aten_to_device(d, SN_CPU, &h, err);
+        sn_tensor_free(h);
+        sn_tensor_free(d);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *config = "tiny", *mode = "full", *batching = "padded";
+    const char *device = "cpu", *dtype = "f32";
     int seq = 256, batch = 8, steps = 5, warm = 2, ckpt = 0, threads = 0, ratio = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--config")) config = argv[i + 1];
@@ -101,22 +137,40 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--batching")) batching = argv[i + 1];
         else if (!strcmp(argv[i], "--ctx-ratio")) ratio = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--device")) device = argv[i + 1];
+        else if (!strcmp(argv[i], "--dtype")) dtype = argv[i + 1];
         else {
             fprintf(stderr, "bench_train_step: unknown option %s\n", argv[i]);
             return 2;
         }
     }
+    struct sn_err err = {0};
+    if (strcmp(dtype, "f32") && strcmp(dtype, "bf16")) {
+        fprintf(stderr, "bench_train_step: --dtype %s: expected f32 or bf16\n", dtype);
+        return 2;
+    }
+    /* the trainer resolves train.device itself; parsing it here first fails a CUDA request
+    ** on a CPU-only libtorch before the shards and the base are written */
+    struct sn_device dev = SN_CPU;
+    if (sn_aten_device_parse(device, &dev, &err)) {
+        fprintf(stderr, "bench_train_step: --device: %s\n", err.msg);
+        return err.code == SN_E_UNSUPPORTED ? 3 : 2;
+    }
+    char devname[32];
+    sn_aten_device_name(dev, devname, sizeof devname);
+    if (steps <= 0) {
+        printf("device=%s\nlibtorch=%s\n", devname, sn_aten_version());
+        return 0;
+    }
     char dir[256], shards[300], out[400];
     snprintf(dir, sizeof dir, "/tmp/sentinel-bench-train-%d", (int)getpid());
     snprintf(shards, sizeof shards, "%s/shards", dir);
     snprintf(out, sizeof out, "%s/out", dir);
-    struct sn_err err = {0};
     sn_log_set_level(SN_LOG_ERROR);
     /* as `sentinel` does at start for every command (cli/main.c; common.h:
     ** sn_tune_host_allocator): freed activation blocks are kept and reused, not re-faulted */
     if (!getenv("TS_DEFAULT_MALLOC"))
         sn_tune_host_allocator((size_t)1 << 30);
-    int rc = make_shards(shards, batch * (steps + warm + 1), seq, 512, ratio, &err);
     struct sn_train_params p = sn_train_default_params();
     int bm;
     for (bm = 0; bm < SN_BATCH_COUNT && strcmp(batching, sn_batching_name((enum sn_batching)bm));
@@ -127,12 +181,15 @@ int main(int argc, char **argv)
                 "shared_prefix\n", batching);
         return 2;
     }
+    int rc = make_shards(shards, batch * (steps + warm + 1), seq, 512, ratio, &err);
     p.batching = (enum sn_batching)bm;
     p.base = config;
     char hf[320];
-    if (!rc && !strcmp(config, "100m")) {
+    if (!rc && (!strcmp(config, "100m") || !strcmp(config, "wide"))) {
         struct sn_test_qwen2 c = {768, 8, 12, 4, 2048, 32000, 4096, 10000.0, 0.02, 1, NULL};
-        snprintf(hf, sizeof hf, "%s/base100m", dir);
+        if (!strcmp(config, "wide"))
+            c = (struct sn_test_qwen2){2048, 4, 16, 4, 5504, 32000, 4096, 10000.0, 0.02, 1, NULL};
+        snprintf(hf, sizeof hf, "%s/base%s", dir, config);
         rc = sn_test_qwen2_write(&c, hf, NULL, &err);
         /* the shards carry a placeholder tokenizer hash: no tokenizer.json to compare */
         snprintf(out, sizeof out, "%s/tokenizer.json", hf);
@@ -151,6 +208,8 @@ int main(int argc, char **argv)
     p.threads = threads;
     p.sched.lr = 1e-4;
     p.sched.warmup_steps = 0;
+    p.device = device;
+    p.dtype = !strcmp(dtype, "bf16") ? SN_DTYPE_BF16 : SN_DTYPE_F32;
     p.progress_mode = 3;
     struct sn_trainer *t = NULL;
     if (!rc)
@@ -163,10 +222,14 @@ int main(int argc, char **argv)
     int64_t tot_tokens = 0;
     for (int s = 0; s < steps + warm && !rc; s++) {
         struct sn_train_stats st;
+        rc = sync_device(dev, &err);
         double t0 = sn_now();
-        rc = sn_trainer_accumulate(t, &st, &err);
+        if (!rc)
+            rc = sn_trainer_accumulate(t, &st, &err);
         if (!rc)
             rc = sn_trainer_update(t, 1e-4, NULL, &err);
+        if (!rc)
+            rc = sync_device(dev, &err);
         double dt = sn_now() - t0;
         if (s >= warm) {
             tot_time += dt;
@@ -174,9 +237,13 @@ int main(int argc, char **argv)
             tot_tokens += st.num_tokens;
         }
     }
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (rc) {
         fprintf(stderr, "bench_train_step: %s\n", err.msg);
         sn_trainer_free(t);
+        if (system(cmd)) { /* the wide base alone is 1 GB: do not leave it behind */
+        }
         return 1;
     }
     struct rusage ru;
@@ -184,6 +251,8 @@ int main(int argc, char **argv)
     printf("config=%s\nmode=%s\nseq=%d\nbatch=%d\ngrad_checkpoint=%d\nthreads=%d\n", config, mode,
            seq, batch, ckpt, threads);
     printf("batching=%s\nctx_ratio=%d\n", batching, ratio);
+    printf("device=%s\ndtype=%s\nlibtorch=%s\nwarmup=%d\nsteps=%d\n", devname, dtype,
+           sn_aten_version(), warm, steps);
     const struct sn_param *ps;
     const bool *dec;
     size_t np;
@@ -216,8 +285,6 @@ int main(int argc, char **argv)
                prof.seconds[SN_PROF_LINEAR], prof.seconds[SN_PROF_ATTENTION],
                prof.seconds[SN_PROF_NORM], prof.seconds[SN_PROF_OTHER]);
     sn_trainer_free(t);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) {
     }
     return 0;

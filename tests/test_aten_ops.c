@@ -800,6 +800,25 @@ static void test_host_io_and_errors(void)
         CHECK(sn_aten_zeros((int64_t[]){2}, 1, SN_DTYPE_F32, cu, &y, &E) == SN_E_UNSUPPORTED);
         sn_err_clear(&E);
         CHECK(sn_aten_cuda_device_count() == 0);
+    } else { /* a CUDA libtorch with a device (scripts/gpu-check.sh) */
+        int nd = sn_aten_cuda_device_count();
+        CHECK(nd >= 1);
+        OK(sn_aten_device_parse("cuda", &dev, &E));
+        CHECK(dev.type == SN_DEVICE_CUDA && dev.index == 0);
+        CHECK_STR(sn_aten_device_name(dev, name, sizeof name), "cuda:0");
+        char far[16];
+        snprintf(far, sizeof far, "cuda:%d", nd);
+        CHECK(sn_aten_device_parse(far, &dev, &E) == SN_E_ARG && strstr(E.msg, "only"));
+        sn_err_clear(&E);
+        struct sn_device cu = {SN_DEVICE_CUDA, 0};
+        double ones[3] = {1, 2, 3}, back[3] = {0};
+        struct sn_tensor *c = NULL;
+        OK(sn_aten_from_host(ones, SN_DTYPE_F64, (int64_t[]){3}, 1, SN_DTYPE_F32, cu, &c, &E));
+        CHECK(c && sn_tensor_device(c).type == SN_DEVICE_CUDA);
+        CHECK(sn_tensor_data_ptr(c) == NULL); /* host pointers only for CPU tensors */
+        OK(sn_aten_to_host(c, back, SN_DTYPE_F64, 3, &E));
+        CHECK(back[0] == 1 && back[1] == 2 && back[2] == 3);
+        sn_tensor_free(c);
     }
     OK(sn_aten_cuda_synchronize(&E));
     /* runtime */

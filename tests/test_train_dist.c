@@ -11,63 +11,6 @@
 
 #include <sys/stat.h>
 
-static double step_loss(const char *metrics, int step)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    struct sn_err err = {0};
-    double v = NAN;
-    if (sn_file_read(metrics, 1 << 24, &buf, &len, &err))
-        return v;
-    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *o = cJSON_Parse(line);
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "step");
-        const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "loss");
-        if (cJSON_IsNumber(s) && cJSON_IsNumber(l) && (int)s->valuedouble == step)
-            v = l->valuedouble;
-        cJSON_Delete(o);
-    }
-    sn_free(buf);
-    return v;
-}
-
-/* Runs root/a and root/b: every step's loss within 1e-12, and the largest weight difference
-** of their checkpoint-4 (returned), tensor by tensor. */
-static double same_runs(const char *root, const char *a, const char *b)
-{
-    char p1[800], p2[800];
-    struct sn_err err = {0};
-    for (int s = 1; s <= 4; s++) {
-        snprintf(p1, sizeof p1, "%s/%s/metrics.jsonl", root, a);
-        snprintf(p2, sizeof p2, "%s/%s/metrics.jsonl", root, b);
-        double x = step_loss(p1, s), y = step_loss(p2, s);
-        CHECK_MSG(fabs(x - y) <= 1e-12 && isfinite(x), "%s vs %s, step %d: loss %.17g vs %.17g",
-                  a, b, s, x, y);
-    }
-    snprintf(p1, sizeof p1, "%s/%s/checkpoint-4/model.safetensors", root, a);
-    snprintf(p2, sizeof p2, "%s/%s/checkpoint-4/model.safetensors", root, b);
-    struct sn_st_file *fa = NULL, *fb = NULL;
-    CHECK_MSG(sn_st_open(p1, &fa, &err) == SN_OK, "%s", err.msg);
-    CHECK_MSG(sn_st_open(p2, &fb, &err) == SN_OK, "%s", err.msg);
-    double worst = 0;
-    size_t n = fa ? sn_st_count(fa) : 0;
-    CHECK(fb && n == sn_st_count(fb) && n > 10);
-    for (size_t i = 0; fb && i < n; i++) {
-        const struct sn_st_tensor *x = sn_st_get(fa, i), *y = sn_st_find(fb, x->name);
-        CHECK_MSG(y && y->n_elements == x->n_elements, "%s", x->name);
-        if (!y || y->n_elements != x->n_elements)
-            continue;
-        float *u = malloc(x->n_elements * sizeof *u), *v = malloc(y->n_elements * sizeof *v);
-        CHECK(sn_st_to_f32(x, u, &err) == SN_OK && sn_st_to_f32(y, v, &err) == SN_OK);
-        for (uint64_t j = 0; j < x->n_elements; j++)
-            worst = fmax(worst, fabs((double)u[j] - v[j]));
-        free(u);
-        free(v);
-    }
-    sn_st_close(fa);
-    sn_st_close(fb);
-    return worst;
-}
 
 int main(void)
 {
@@ -94,7 +37,7 @@ int main(void)
                      "> one.log 2>&1", root, bin) == 0);
     CHECK(sn_test_sh("cd '%s' && '%s' train -r r.json -i shards -o two --progress none "
                      "--nproc 2 --set train.micro_batch=4 > two.log 2>&1", root, bin) == 0);
-    double worst = same_runs(root, "one", "two");
+    double worst = train_same_runs(root, "one", "two", 4);
     struct sn_st_file *fa = NULL;
     snprintf(p1, sizeof p1, "%s/one/checkpoint-4/model.safetensors", root);
     CHECK_MSG(sn_st_open(p1, &fa, &err) == SN_OK, "%s", err.msg);
@@ -141,7 +84,7 @@ int main(void)
     CHECK(sn_test_sh("cd '%s' && '%s' train -r r.json -i shards -o lm2 --progress none "
                      "--nproc 2 --set train.micro_batch=4 --set train.objective=lm "
                      "> lm2.log 2>&1", root, bin) == 0);
-    worst = same_runs(root, "lm1", "lm2");
+    worst = train_same_runs(root, "lm1", "lm2", 4);
     printf("objective lm, 2 processes vs 1: max weight difference %.3g after 4 steps\n", worst);
     CHECK_MSG(worst <= 1e-9, "objective lm: max weight difference %g", worst);
     return sn_test_done();

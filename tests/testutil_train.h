@@ -2,7 +2,13 @@
 ** (written with shard/shard.h, no tokenizer needed). */
 #ifndef SN_TESTUTIL_TRAIN_H
 #define SN_TESTUTIL_TRAIN_H
+#include "hf/hf.h"
 #include "shard/shard.h"
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 enum { V = 96 };
 #define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -61,6 +67,78 @@ static inline int make_shards(const char *dir, int n_train, int n_val, struct sn
         rc = sn_shard_set_finish(s, err);
     sn_shard_set_close(s);
     return rc;
+}
+
+/* The loss metrics.jsonl records for one step (NaN when the file or the step is missing). */
+static inline double train_step_loss(const char *metrics, int step)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    struct sn_err err = {0};
+    double v = NAN;
+    if (sn_file_read(metrics, 1 << 24, &buf, &len, &err))
+        return v;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "step");
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "loss");
+        if (cJSON_IsNumber(s) && cJSON_IsNumber(l) && (int)s->valuedouble == step)
+            v = l->valuedouble;
+        cJSON_Delete(o);
+    }
+    sn_free(buf);
+    return v;
+}
+
+/* The largest |a - b| over two safetensors files' tensors, matched by name; -1 when a file
+** does not open or their tensors do not match up (names, sizes, count). */
+static inline double st_max_weight_diff(const char *a, const char *b)
+{
+    struct sn_err err = {0};
+    struct sn_st_file *fa = NULL, *fb = NULL;
+    double worst = -1;
+    if (!sn_st_open(a, &fa, &err) && !sn_st_open(b, &fb, &err) &&
+        sn_st_count(fa) == sn_st_count(fb)) {
+        worst = 0;
+        for (size_t i = 0; i < sn_st_count(fa) && worst >= 0; i++) {
+            const struct sn_st_tensor *x = sn_st_get(fa, i), *y = sn_st_find(fb, x->name);
+            if (!y || y->n_elements != x->n_elements) {
+                worst = -1;
+                break;
+            }
+            float *u = malloc(x->n_elements * sizeof *u), *v = malloc(y->n_elements * sizeof *v);
+            if (!u || !v || sn_st_to_f32(x, u, &err) || sn_st_to_f32(y, v, &err))
+                worst = -1;
+            for (uint64_t j = 0; worst >= 0 && j < x->n_elements; j++)
+                worst = fmax(worst, fabs((double)u[j] - v[j]));
+            free(u);
+            free(v);
+        }
+    }
+    sn_st_close(fa);
+    sn_st_close(fb);
+    return worst;
+}
+
+/* Two training runs root/a and root/b that must be the same (data parallelism against one
+** process, tests/test_train_dist.c and test_train_cuda.c): every step's loss up to `steps`
+** within 1e-12, and the largest weight difference of their checkpoint-`steps` (returned; -1,
+** and a failure, when the files do not open or do not match up). */
+static inline double train_same_runs(const char *root, const char *a, const char *b, int steps)
+{
+    char p1[800], p2[800];
+    for (int s = 1; s <= steps; s++) {
+        snprintf(p1, sizeof p1, "%s/%s/metrics.jsonl", root, a);
+        snprintf(p2, sizeof p2, "%s/%s/metrics.jsonl", root, b);
+        double x = train_step_loss(p1, s), y = train_step_loss(p2, s);
+        CHECK_MSG(fabs(x - y) <= 1e-12 && isfinite(x), "%s vs %s, step %d: loss %.17g vs %.17g",
+                  a, b, s, x, y);
+    }
+    snprintf(p1, sizeof p1, "%s/%s/checkpoint-%d/model.safetensors", root, a, steps);
+    snprintf(p2, sizeof p2, "%s/%s/checkpoint-%d/model.safetensors", root, b, steps);
+    double worst = st_max_weight_diff(p1, p2);
+    CHECK_MSG(worst >= 0, "%s and %s do not open or do not match up", p1, p2);
+    return worst;
 }
 
 #endif

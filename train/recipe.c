@@ -50,6 +50,7 @@ struct sn_train_params sn_train_default_params(void)
     p.seed = 42;
     p.dtype = SN_DTYPE_F32;
     p.device = "cpu";
+    p.dist_backend = "auto";
     p.eval_every = 100;
     p.eval_batch = 16;
     p.save_every = 100;
@@ -65,7 +66,7 @@ static const char *const train_keys[] = {
     "beta2", "eps", "weight_decay", "weight_decay_all",
     "schedule", "warmup_steps", "warmup_ratio", "min_lr_ratio", "epochs", "max_steps",
     "micro_batch", "grad_accum", "max_grad_norm", "alpha", "center_rewards", "seed", "dtype",
-    "grad_checkpoint", "device", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
+    "grad_checkpoint", "device", "dist_backend", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
     "log_every", "best_metric", "tokenizer", "init_adapter", "shards", "out", "batching",
     "length_bucketing", "report_to", NULL};
 /* PEFT's LoraConfig names lora_alpha and lora_dropout are accepted for alpha and dropout. */
@@ -161,6 +162,7 @@ static int read_scalars(const cJSON *sec, struct sn_train_params *p, struct trai
         (rc = get_s(sec, "dtype", &w->dtype, err)) ||
         (rc = get_b(sec, "grad_checkpoint", &p->grad_checkpoint, err)) ||
         (rc = get_s(sec, "device", &p->device, err)) ||
+        (rc = get_s(sec, "dist_backend", &p->dist_backend, err)) ||
         (rc = get_pos(sec, "threads", 0, &w->threads, err)) ||
         (rc = get_pos(sec, "eval_every", 0, &p->eval_every, err)) ||
         (rc = get_pos(sec, "eval_batch", 1, &p->eval_batch, err)) ||
@@ -279,6 +281,12 @@ static int check_ranges(const struct sn_train_params *p, struct sn_err *err)
         return sn_err_set(err, SN_E_ARG, "recipe: train.best_metric = \"%s\" (expected "
                           "eval_accuracy, eval_loss, eval_margin or eval_align_accuracy)",
                           p->best_metric);
+    /* the names aten's sn_aten_dist_backend_parse takes, checked here too so that
+    ** `sentinel run --check` (no libtorch) refuses a misspelt backend */
+    if (strcmp(p->dist_backend, "auto") && strcmp(p->dist_backend, "gloo") &&
+        strcmp(p->dist_backend, "nccl"))
+        return sn_err_set(err, SN_E_ARG, "recipe: train.dist_backend = \"%s\" (expected auto, "
+                          "gloo or nccl)", p->dist_backend);
     return SN_OK;
 }
 

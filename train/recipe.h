@@ -83,6 +83,9 @@ struct sn_train_params {
     bool     grad_checkpoint;
     const char *device;          /* "cpu" (default), "cuda" (each rank takes cuda:LOCAL_RANK)
                                  ** or "cuda:N"; CUDA needs a CUDA libtorch (docs/train.md) */
+    const char *dist_backend;    /* "auto" (default: Gloo on the CPU, NCCL on CUDA), "gloo"
+                                 ** (also on CUDA: several ranks on one GPU) or "nccl"; a named
+                                 ** backend opens a group of one too under a launcher */
     int      threads;            /* intra-op threads; 0 = libtorch's default */
     int64_t  eval_every;         /* steps; 0 = only at the end */
     int64_t  eval_batch;         /* tuples per eval forward */

@@ -34,6 +34,7 @@ static const struct hf_alias {
     {"logging_steps", "log_every", HF_SAME, true},
     {"per_device_eval_batch_size", "eval_batch", HF_SAME, true},
     {"bf16", "dtype", HF_VALUE, true},
+    {"ddp_backend", "dist_backend", HF_SAME, true},
     {"fp16", "dtype", HF_VALUE, true},
     {"gradient_checkpointing", "grad_checkpoint", HF_SAME, true},
     {"adam_beta1", "beta1", HF_SAME, true},

@@ -348,10 +348,22 @@ static int open_steps(struct sn_trainer *t, struct sn_err *err)
     const struct sn_train_params *p = &t->p;
     struct sn_dist_params dp = sn_dist_default_params();
     dp.device = t->dev;
-    int rc = sn_aten_dist_init_env(&dp, &t->dist, err);
+    int rc = sn_aten_dist_backend_parse(p->dist_backend ? p->dist_backend : "auto", &dp.backend,
+                                        err);
+    if (rc)
+        return sn_err_wrap(err, "train.dist_backend");
+    /* A backend named under a launcher (MASTER_PORT set) is opened even for a world of one,
+    ** as torchrun --nproc-per-node 1 does: one device then exercises it. */
+    const char *port = getenv("MASTER_PORT");
+    dp.open_single = dp.backend != SN_DIST_BACKEND_AUTO && port && *port;
+    rc = sn_aten_dist_init_env(&dp, &t->dist, err);
     if (!rc) {
         t->rank = sn_aten_dist_rank(t->dist);
         t->world = sn_aten_dist_world_size(t->dist);
+        char dn[32];
+        if (t->rank == 0 && strcmp(sn_aten_dist_backend(t->dist), "none"))
+            SN_INFO("train: %d process(es), c10d backend %s on %s", t->world,
+                    sn_aten_dist_backend(t->dist), sn_aten_device_name(t->dev, dn, sizeof dn));
     }
     if (t->world < 1)
         t->world = 1;
