@@ -5,6 +5,7 @@
 # (those travel as .deb files: scripts/gpu-deps.sh).
 #
 #   scripts/gpu-check.sh [--out DIR] [--build DIR] [--debs DIR] [--budget SECONDS] [--bundle F.tgz]
+#                        [--only cuda,ecosystem,figures,suite]
 #   scripts/gpu-check.sh --dry BUILD_DIR [--out DIR]
 #
 # Steps, in order of value, each under its own time limit, each writing its log and a line of
@@ -27,6 +28,7 @@
 # existing build's tests/test_train_cuda runs with SN_TEST_GPU_DEVICE=cpu (every comparison's
 # logic on the CPU), the ecosystem and figure scripts run as far as this machine allows (their
 # CUDA and Python-package parts say why they skip), so the script cannot rot between GPU runs.
+# --only: of the steps after the build, run these (a second, shorter run on a GPU).
 # Exit: 0 when every step that ran passed (skips included), 1 otherwise.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,7 +38,9 @@ debs=$src/.gpu/debs
 budget=560
 dry=""
 bundle_file=""
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+only="cuda,ecosystem,figures,suite"
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
+wanted() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
     --debs) debs=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --bundle) bundle_file=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     --dry) dry=1; build=$2; budget=900; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (--help)" >&2; exit 2 ;;
@@ -85,7 +90,7 @@ step() {
     124|137) result=timeout; failed=1 ;;
     *) result="fail ($rc)"; failed=1 ;;
   esac
-  note=$(grep -E '^(skipped|FAIL|gpu-check:|gpu_ecosystem:|train_step_gpu:)|[0-9]+ passed, [0-9]+ failed|tests passed|error:' \
+  note=$(grep -E '^(skipped|FAIL|gpu-check:|gpu_ecosystem:|-- sentinel: libtorch)|[0-9]+ passed, [0-9]+ failed|tests passed|error:' \
     "$out/$name.log" | tail -1 | tr '|' '/' | cut -c1-160)
   echo "| $name | $result | $(( $(date +%s) - t0 )) | $note |" >> "$summary"
   echo "   $result; $out/$name.log"
@@ -221,10 +226,10 @@ else
     fi
   fi
   if step configure 180 configure && step build 360 build_targets; then
-    step cuda 240 cuda_tests || failed=1
-    step ecosystem 150 env PYTHON="$py" bash "$src/scripts/gpu_ecosystem.sh" "$build" "$out/ecosystem" || failed=1
-    step figures 200 env PYTHON="$py" bash "$src/bench/train_step_gpu.sh" "$build" "$out/figures.md" || failed=1
-    step suite 600 suite || failed=1
+    wanted cuda && { step cuda 240 cuda_tests || failed=1; }
+    wanted ecosystem && { step ecosystem 150 env PYTHON="$py" bash "$src/scripts/gpu_ecosystem.sh" "$build" "$out/ecosystem" || failed=1; }
+    wanted figures && { step figures 200 env PYTHON="$py" bash "$src/bench/train_step_gpu.sh" "$build" "$out/figures.md" || failed=1; }
+    wanted suite && { step suite 600 suite || failed=1; }
   else
     failed=1
   fi

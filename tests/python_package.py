@@ -57,7 +57,11 @@ def install(tmp):
     libdir = [d for d in ("lib", "lib64", "lib/x86_64-linux-gnu")
               if os.path.exists(os.path.join(prefix, d, "libsentinel_detector.so.0"))]
     check(libdir, "libsentinel_detector.so.0 installed under " + prefix)
-    env["LD_LIBRARY_PATH"] = os.path.join(prefix, libdir[0] if libdir else "lib")
+    # the installed library first, then whatever the environment already names (a machine
+    # whose cJSON or OpenBLAS live outside the system paths)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        [os.path.join(prefix, libdir[0] if libdir else "lib")] +
+        ([os.environ["LD_LIBRARY_PATH"]] if os.environ.get("LD_LIBRARY_PATH") else []))
     env.pop("SENTINEL_DETECTOR_LIB", None)
     return env
 
