@@ -180,6 +180,50 @@ static void test_two_ranks(const char *self)
     }
 }
 
+/* The backend setting (aten.h sn_dist_params.backend): names parsed, NCCL refused on the CPU
+** (or without NCCL in this build) before any socket, and a named backend opened for a world of
+** one (open_single), its collectives the identity. */
+static void test_backend_choice(void)
+{
+    enum sn_dist_backend b = SN_DIST_BACKEND_AUTO;
+    OK(sn_aten_dist_backend_parse("gloo", &b, &E));
+    CHECK(b == SN_DIST_BACKEND_GLOO);
+    OK(sn_aten_dist_backend_parse("nccl", &b, &E));
+    CHECK(b == SN_DIST_BACKEND_NCCL);
+    OK(sn_aten_dist_backend_parse("auto", &b, &E));
+    CHECK(b == SN_DIST_BACKEND_AUTO);
+    CHECK(sn_aten_dist_backend_parse("mpi", &b, &E) == SN_E_ARG && strstr(E.msg, "'mpi'") &&
+          strstr(E.msg, "gloo"));
+    sn_err_clear(&E);
+    CHECK(!sn_aten_dist_backend_built(SN_DIST_BACKEND_AUTO));
+    struct sn_dist *d = NULL;
+    struct sn_dist_params p = sn_dist_default_params();
+    p.timeout_s = DIST_TIMEOUT_S;
+    p.backend = SN_DIST_BACKEND_NCCL;
+    p.open_single = true;
+    CHECK(sn_aten_dist_init(0, 1, 0, "127.0.0.1", free_port(), &p, &d, &E) == SN_E_ARG && !d);
+    CHECK_MSG(strstr(E.msg, "nccl needs a CUDA device") != NULL, "%s", E.msg);
+    sn_err_clear(&E);
+    p.backend = SN_DIST_BACKEND_GLOO;
+    if (!sn_aten_dist_backend_built(SN_DIST_BACKEND_GLOO)) {
+        CHECK(sn_aten_dist_init(0, 1, 0, "127.0.0.1", free_port(), &p, &d, &E) ==
+              SN_E_UNSUPPORTED && !d);
+        sn_err_clear(&E);
+        return;
+    }
+    OK(sn_aten_dist_init(0, 1, 0, "127.0.0.1", free_port(), &p, &d, &E));
+    CHECK(d && sn_aten_dist_world_size(d) == 1);
+    CHECK_STR(sn_aten_dist_backend(d), "gloo");
+    struct sn_tensor *t = vec((double[]){1.5, -2}, 2, SN_DTYPE_F32);
+    OK(sn_aten_dist_all_reduce(d, t, SN_REDUCE_SUM, &E));
+    OK(sn_aten_dist_all_reduce(d, t, SN_REDUCE_AVG, &E));
+    OK(sn_aten_dist_broadcast(d, t, 0, &E));
+    OK(sn_aten_dist_barrier(d, &E));
+    expect("gloo group of one", t, (double[]){1.5, -2}, 2);
+    sn_tensor_free(t);
+    sn_aten_dist_free(d);
+}
+
 static void test_world_of_one_and_bad_env(void)
 {
     struct sn_dist *d = NULL;
@@ -229,6 +273,7 @@ int main(void)
     if (getenv("SN_DIST_CHILD"))
         return child();
     test_world_of_one_and_bad_env();
+    test_backend_choice();
     test_two_ranks("/proc/self/exe");
     return sn_test_done();
 }
