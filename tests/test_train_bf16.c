@@ -110,25 +110,10 @@ static void test_aten_autocast(void)
     sn_aten_gen_free(g);
 }
 
+/* tests/testutil_train.h's short full-mode run on the tiny seeded base */
 static struct sn_train_params base_params(void)
 {
-    struct sn_train_params p = sn_train_default_params();
-    p.base = "tiny";
-    p.mode = SN_TRAIN_FULL;
-    p.max_steps = 20;
-    p.micro_batch = 4;
-    p.grad_accum = 2;
-    p.sched.lr = 2e-3;
-    p.sched.warmup_steps = 0;
-    p.alpha = 0.5;
-    p.eval_every = 0;
-    p.save_every = 0;
-    p.threads = 1;
-    p.progress_mode = 3;
-    p.lora.dropout = 0.0;
-    p.lora.r = 4;
-    p.lora.alpha = 8;
-    return p;
+    return train_test_params("cpu");
 }
 
 enum { STEPS = 20 };
@@ -145,23 +130,10 @@ static struct sn_trainer *run_steps(struct sn_train_params *p, const char *shard
     if (!t)
         return NULL;
     OK(sn_trainer_run(t, &E));
-    for (int s = 0; s < STEPS; s++)
-        loss[s] = NAN;
-    char path[600], line[4096];
+    char path[600];
     snprintf(path, sizeof path, "%s/metrics.jsonl", out);
-    FILE *f = fopen(path, "r");
-    CHECK_MSG(f != NULL, "no %s", path);
-    while (f && fgets(line, sizeof line, f)) {
-        cJSON *o = cJSON_Parse(line);
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "step"),
-                    *l = cJSON_GetObjectItemCaseSensitive(o, "loss");
-        if (cJSON_IsNumber(st) && cJSON_IsNumber(l) && st->valueint >= 1 &&
-            st->valueint <= STEPS)
-            loss[st->valueint - 1] = l->valuedouble;
-        cJSON_Delete(o);
-    }
-    if (f)
-        fclose(f);
+    for (int s = 0; s < STEPS; s++)
+        loss[s] = train_step_loss(path, s + 1);
     const struct sn_param *ps;
     const bool *d;
     size_t n;
@@ -214,11 +186,7 @@ static void test_checkpoint_recompute(const char *shards)
         const bool *d;
         size_t np;
         sn_trainer_params(t, &ps, &d, &np);
-        bool gm = sn_aten_no_grad_enter();
-        for (size_t i = 0; i < np; i++)
-            if (strstr(ps[i].name, "lora_B"))
-                OK(sn_aten_fill_(ps[i].t, 0.01, &E));
-        sn_aten_no_grad_exit(gm);
+        OK(train_fill_lora_b(t, 0.01, &E));
         OK(sn_trainer_accumulate(t, &st, &E));
         for (size_t i = 0; i < np; i++)
             n[c] += (size_t)sn_tensor_numel(ps[i].t);

@@ -37,26 +37,10 @@ static struct sn_err E;
 ** to run every comparison's logic on a machine without a GPU; NCCL is then left out). */
 static const char *GPU = "cuda:0";
 
+/* the CPU bf16 test's settings (tests/testutil_train.h) on a device */
 static struct sn_train_params base_params(const char *device)
 {
-    struct sn_train_params p = sn_train_default_params();
-    p.base = "tiny";
-    p.mode = SN_TRAIN_FULL;
-    p.max_steps = 20;
-    p.micro_batch = 4;
-    p.grad_accum = 2;
-    p.sched.lr = 2e-3;
-    p.sched.warmup_steps = 0;
-    p.alpha = 0.5;
-    p.eval_every = 0;
-    p.save_every = 0;
-    p.threads = 1;
-    p.progress_mode = 3;
-    p.lora.dropout = 0.0;
-    p.lora.r = 4;
-    p.lora.alpha = 8;
-    p.device = device;
-    return p;
+    return train_test_params(device);
 }
 
 /* max |a - b| over n, and max |a| into *mx */
@@ -153,23 +137,10 @@ enum { STEPS = 20 };
 
 static void losses_of(const char *out, double *loss)
 {
-    char path[600], line[4096];
-    for (int s = 0; s < STEPS; s++)
-        loss[s] = NAN;
+    char path[600];
     snprintf(path, sizeof path, "%s/metrics.jsonl", out);
-    FILE *f = fopen(path, "r");
-    CHECK_MSG(f != NULL, "no %s", path);
-    while (f && fgets(line, sizeof line, f)) {
-        cJSON *o = cJSON_Parse(line);
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "step"),
-                    *l = cJSON_GetObjectItemCaseSensitive(o, "loss");
-        if (cJSON_IsNumber(st) && cJSON_IsNumber(l) && st->valueint >= 1 &&
-            st->valueint <= STEPS)
-            loss[st->valueint - 1] = l->valuedouble;
-        cJSON_Delete(o);
-    }
-    if (f)
-        fclose(f);
+    for (int s = 0; s < STEPS; s++)
+        loss[s] = train_step_loss(path, s + 1);
 }
 
 static void run_to_end(struct sn_train_params *p, const char *shards, const char *out)
@@ -218,17 +189,8 @@ static double *one_step_grads(struct sn_train_params *p, const char *shards, con
     OK(sn_trainer_open(p, shards, sn_test_dir(name), true, &t, &E));
     if (!t)
         return NULL;
-    if (lora_b) { /* B = 0 at init: give the LoRA gradients of A something to carry */
-        const struct sn_param *ps;
-        const bool *d;
-        size_t np;
-        sn_trainer_params(t, &ps, &d, &np);
-        bool gm = sn_aten_no_grad_enter();
-        for (size_t i = 0; i < np; i++)
-            if (strstr(ps[i].name, "lora_B"))
-                OK(sn_aten_fill_(ps[i].t, 0.01, &E));
-        sn_aten_no_grad_exit(gm);
-    }
+    if (lora_b)
+        OK(train_fill_lora_b(t, 0.01, &E));
     OK(sn_trainer_accumulate(t, &st, &E));
     *loss = st.loss;
     double *g = grads_of(t, n);

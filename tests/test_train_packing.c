@@ -26,8 +26,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 
-enum { V = 96 }; /* vocabulary of the written shards */
-#define HASH "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#include "tests/testutil_train.h" /* V (the written shards' vocabulary), HASH, the run settings */
 
 static struct sn_err E;
 
@@ -448,24 +447,15 @@ static void test_model_rewards(enum sn_dtype dt, double tol)
 
 /* ---- trainer: the step's loss and gradients ----------------------------------------------- */
 
+/* tests/testutil_train.h's short run, 4 steps with a warmup step and reward centering (the
+** loss term that reads every reward of a micro-batch) */
 static struct sn_train_params base_params(void)
 {
-    struct sn_train_params p = sn_train_default_params();
-    p.base = "tiny";
+    struct sn_train_params p = train_test_params("cpu");
     p.max_steps = 4;
-    p.micro_batch = 4;
-    p.grad_accum = 2;
     p.sched.lr = 1e-3;
     p.sched.warmup_steps = 1;
-    p.alpha = 0.5;
     p.center_rewards = 0.05;
-    p.eval_every = 0;
-    p.save_every = 0;
-    p.threads = 1;
-    p.progress_mode = 3;
-    p.lora.dropout = 0.0;
-    p.lora.r = 4;
-    p.lora.alpha = 8;
     return p;
 }
 
@@ -502,17 +492,8 @@ static struct sn_trainer *one_step(struct sn_train_params *p, const char *shards
     OK(sn_trainer_open(p, shards, sn_test_dir(name), true, &t, &E));
     if (!t)
         return NULL;
-    if (p->mode == SN_TRAIN_LORA) {
-        const struct sn_param *ps;
-        const bool *d;
-        size_t n;
-        sn_trainer_params(t, &ps, &d, &n);
-        bool g = sn_aten_no_grad_enter();
-        for (size_t i = 0; i < n; i++)
-            if (strstr(ps[i].name, "lora_B"))
-                OK(sn_aten_fill_(ps[i].t, 0.01, &E));
-        sn_aten_no_grad_exit(g);
-    }
+    if (p->mode == SN_TRAIN_LORA)
+        OK(train_fill_lora_b(t, 0.01, &E));
     OK(sn_trainer_accumulate(t, st, &E));
     return t;
 }

@@ -5,6 +5,7 @@
 #include "hf/hf.h"
 #include "shard/shard.h"
 #include "tests/testutil.h"
+#include "train/train.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -139,6 +140,49 @@ static inline double train_same_runs(const char *root, const char *a, const char
     double worst = st_max_weight_diff(p1, p2);
     CHECK_MSG(worst >= 0, "%s and %s do not open or do not match up", p1, p2);
     return worst;
+}
+
+/* A short full-mode run on the tiny seeded base for the trainer tests that compare two runs
+** (bf16 against f32, a device against the CPU): 20 steps of 4 x 2 tuples, lr 2e-3 constant
+** from the first step, alpha 0.5, no evaluation or checkpoints, one thread, quiet; LoRA r 4,
+** alpha 8, no dropout when a test switches to LoRA. */
+static inline struct sn_train_params train_test_params(const char *device)
+{
+    struct sn_train_params p = sn_train_default_params();
+    p.base = "tiny";
+    p.mode = SN_TRAIN_FULL;
+    p.max_steps = 20;
+    p.micro_batch = 4;
+    p.grad_accum = 2;
+    p.sched.lr = 2e-3;
+    p.sched.warmup_steps = 0;
+    p.alpha = 0.5;
+    p.eval_every = 0;
+    p.save_every = 0;
+    p.threads = 1;
+    p.progress_mode = 3;
+    p.lora.dropout = 0.0;
+    p.lora.r = 4;
+    p.lora.alpha = 8;
+    p.device = device;
+    return p;
+}
+
+/* LoRA B starts at zero, and so do the gradients of A: fill every B with v so that a test of
+** LoRA gradients has something to compare. */
+static inline int train_fill_lora_b(struct sn_trainer *t, double v, struct sn_err *err)
+{
+    const struct sn_param *ps;
+    const bool *d;
+    size_t np;
+    int rc = SN_OK;
+    sn_trainer_params(t, &ps, &d, &np);
+    bool gm = sn_aten_no_grad_enter();
+    for (size_t i = 0; i < np && !rc; i++)
+        if (strstr(ps[i].name, "lora_B"))
+            rc = sn_aten_fill_(ps[i].t, v, err);
+    sn_aten_no_grad_exit(gm);
+    return rc;
 }
 
 #endif
