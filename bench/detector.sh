@@ -29,7 +29,7 @@ if sh "$src/tests/ref/llama_npm.sh" "$build/npm-llama" > /dev/null; then
         printf "ours / llama.cpp: single-pair scoring %.2fx (target >= 2x), shared context " \
                "tuples/s %.2fx (target >= 4x)\n", o1 / l1, o2 / l2 }'
     # Which side a reward disagreement comes from: both f32 rewards against a float64 reference.
-    /usr/bin/python3 "$src/bench/ref/detector_f64.py" "$out" | tee "$out/f64.txt"
+    "${SENTINEL_PYTHON:-/usr/bin/python3}" "$src/bench/ref/detector_f64.py" "$out" | tee "$out/f64.txt"
 else
     echo "bench/detector: node-llama-cpp unavailable; llama.cpp comparison skipped"
 fi

@@ -23,7 +23,7 @@ if [ -f "$build/bench/gemm_peak.txt" ]; then
   peak=$(sed -n 's/^gemm_peak_gflops=//p' "$build/bench/gemm_peak.txt" | head -1)
 fi
 have_torch=1
-/usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=0
+"${SENTINEL_PYTHON:-/usr/bin/python3}" -c 'import torch' 2>/dev/null || have_torch=0
 get() { sed -n "s/^$1=//p" <<<"$2" | head -1; }
 
 run_config() {
@@ -37,13 +37,13 @@ run_config() {
   local th; th=$(get threads "$ours")
   local ref_tuned=""
   if [ "$have_torch" = 1 ]; then
-    ref=$(/usr/bin/python3 "$src/bench/ref/forward_backward_ref.py" --config "$cfg" --seq 512 \
+    ref=$("${SENTINEL_PYTHON:-/usr/bin/python3}" "$src/bench/ref/forward_backward_ref.py" --config "$cfg" --seq 512 \
           --batch 8 --rank 16 --iters "$iters" --warmup "$warm" --threads "$th")
     # PyTorch again with the process settings sentinel-torch runs with: glibc told what
     # sn_tune_host_allocator tells it, and libgomp's passive wait policy (cli/torch_shim.c),
     # so the second ratio isolates the code from the settings.
     ref_tuned=$(env MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 \
-          MALLOC_TOP_PAD_=67108864 OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$src/bench/ref/forward_backward_ref.py" \
+          MALLOC_TOP_PAD_=67108864 OMP_WAIT_POLICY=PASSIVE "${SENTINEL_PYTHON:-/usr/bin/python3}" "$src/bench/ref/forward_backward_ref.py" \
           --config "$cfg" --seq 512 --batch 8 --rank 16 --iters "$iters" --warmup "$warm" \
           --threads "$th")
   fi
@@ -66,7 +66,7 @@ run_config() {
     awk -v a="$tps" -v b="$ttps" \
       'BEGIN { printf "ratio sentinel/pytorch eager (same malloc and OpenMP settings): %.2fx\n", a / b }'
   else
-    echo "pytorch_eager: skipped (/usr/bin/python3 cannot import torch)"
+    echo "pytorch_eager: skipped (${SENTINEL_PYTHON:-/usr/bin/python3} cannot import torch)"
   fi
   if [ -n "$peak" ]; then
     awk -v g="$gf" -v p="$peak" \

@@ -26,7 +26,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-/usr/bin/python3 "$SRC/tests/servers/fake_openai.py" --port-file "$TMP/port" \
+"${SENTINEL_PYTHON:-/usr/bin/python3}" "$SRC/tests/servers/fake_openai.py" --port-file "$TMP/port" \
   --latency-ms "$LATENCY_MS" --lifetime 600 > /dev/null &
 SERVER_PID=$!
 for _ in $(seq 100); do [ -s "$TMP/port" ] && break; sleep 0.05; done
@@ -59,7 +59,7 @@ EOF
     --progress none || rc=$?
   t1=$(date +%s.%N)
   stats=$(curl -s "http://127.0.0.1:$PORT/stats")
-  /usr/bin/python3 - "$t0" "$t1" "$rc" "$DEBATES" "$CONC" "$LATENCY_MS" "$stats" "$THREADS" <<'EOF'
+  "${SENTINEL_PYTHON:-/usr/bin/python3}" - "$t0" "$t1" "$rc" "$DEBATES" "$CONC" "$LATENCY_MS" "$stats" "$THREADS" <<'EOF'
 import json, sys
 t0, t1, rc, n, conc, lat = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), \
     int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])

@@ -35,7 +35,7 @@ repeat=${TS_REPEAT:-1}; configs=${TS_CONFIGS:-tiny small 100m}
 sections=${TS_SECTIONS:-step ckpt batching}
 case $repeat in ''|*[!0-9]*|0) echo "train_step.sh: TS_REPEAT must be a count >= 1"; exit 2 ;; esac
 have_torch=1
-/usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=0
+"${SENTINEL_PYTHON:-/usr/bin/python3}" -c 'import torch' 2>/dev/null || have_torch=0
 get() { sed -n "s/^$1=//p" <<<"$2" | head -1; }
 if [ ! -f "$build/bench/gemm_peak.txt" ] && [ -x "$build/bench/bench_gemm_peak" ]; then
   "$build/bench/bench_gemm_peak" "$build/bench/gemm_peak.txt" > /dev/null
@@ -45,14 +45,14 @@ ours() {
   env OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" \
       OPENBLAS_THREAD_TIMEOUT="${OPENBLAS_THREAD_TIMEOUT:-4}" "$b" --threads "$threads" "$@"
 }
-ref() { /usr/bin/python3 "$src/bench/ref/train_step_ref.py" --threads "$threads" "$@"; }
+ref() { "${SENTINEL_PYTHON:-/usr/bin/python3}" "$src/bench/ref/train_step_ref.py" --threads "$threads" "$@"; }
 # PyTorch with the process settings sentinel-torch runs with (sn_tune_host_allocator's glibc
 # settings, libgomp's passive wait, OPENBLAS_THREAD_TIMEOUT), so the ratio isolates the code
 # from the settings
 ref_same() {
   env MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 \
       MALLOC_TOP_PAD_=67108864 OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 \
-      /usr/bin/python3 "$src/bench/ref/train_step_ref.py" --threads "$threads" "$@"
+      "${SENTINEL_PYTHON:-/usr/bin/python3}" "$src/bench/ref/train_step_ref.py" --threads "$threads" "$@"
 }
 # median of the numbers on stdin
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }'; }
@@ -108,7 +108,7 @@ for cfg in $configs; do
     *) echo "train_step.sh: TS_CONFIGS: unknown config '$cfg' (tiny, small, 100m)"; exit 2 ;;
   esac
 done
-[ "$have_torch" = 1 ] || echo "(PyTorch columns skipped: /usr/bin/python3 cannot import torch)"
+[ "$have_torch" = 1 ] || echo "(PyTorch columns skipped: ${SENTINEL_PYTHON:-/usr/bin/python3} cannot import torch)"
 echo "(median of $repeat round(s) per row)"
 fi
 

@@ -61,7 +61,7 @@ summary=$out/summary.md
 start=$(date +%s)
 failed=0
 py=${PYTHON:-python3}
-[ -n "$dry" ] && py=${PYTHON:-/usr/bin/python3}
+[ -n "$dry" ] && py=${PYTHON:-${SENTINEL_PYTHON:-/usr/bin/python3}}
 printf '# gpu-check %s\n\n| step | result | seconds | note |\n|---|---|---|---|\n' \
   "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$summary"
 
@@ -169,7 +169,7 @@ configure() {
   cmake -S "$src" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSENTINEL_WERROR=OFF -DCMAKE_PREFIX_PATH="$torch_prefix" \
     -DSENTINEL_NCCL_INCLUDE_DIR="$nccl_inc" -DSENTINEL_GLOO_INCLUDE_DIR="$gloo_inc" \
-    -DCMAKE_CUDA_ARCHITECTURES=90 "${args[@]}"
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DSENTINEL_PYTHON="$real_py" "${args[@]}"
   local rc=$?
   cp "$build/CMakeCache.txt" "$out/CMakeCache.txt" 2>/dev/null
   for f in CMakeFiles/CMakeConfigureLog.yaml CMakeFiles/CMakeError.log; do
@@ -210,7 +210,9 @@ if [ -n "$dry" ]; then
   step figures 120 env PYTHON="$py" bash "$src/bench/train_step_gpu.sh" "$build" "$out/figures.md" || failed=1
 else
   find_torch
-  export torch_prefix nccl_inc gloo_inc
+  # the image's Python runs the suite's references too (it has PyTorch and h5py)
+  real_py=$(command -v "$py")
+  export torch_prefix nccl_inc gloo_inc real_py
   if [ -d "$debs" ] && ls "$debs"/*.deb >/dev/null 2>&1; then
     step deps 90 bash "$src/scripts/gpu-deps.sh" install "$debs" "$prefix" || failed=1
     # in this shell, so every later step (the build's tools, the tests' loader) sees it
@@ -218,7 +220,6 @@ else
     # but not the image's Python: the carried Debian libraries (libssl, libz, libffi, ...)
     # stay out of its way behind a wrapper that drops them from the loader's path
     if [ -f "$prefix/env.sh" ]; then
-      real_py=$(command -v "$py")
       printf '#!/bin/sh\nunset LD_LIBRARY_PATH\nexec "%s" "$@"\n' "$real_py" > "$prefix/python3"
       chmod +x "$prefix/python3"
       py=$prefix/python3

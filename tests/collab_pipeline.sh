@@ -55,7 +55,7 @@ grep -q "held-out splits hold out whole values of build.split_by = dataset" "$tm
 grep -q "held-out pairwise accuracy, test split" "$tmp/a1.log" || fail "summary lacks the test split's accuracy"
 "$bin" inspect "$tmp/a/detector.gguf" > /dev/null || fail "inspect detector.gguf"
 
-/usr/bin/python3 - "$tmp/a" "$train_file" "$held_file" <<'PY' || fail "outputs"
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp/a" "$train_file" "$held_file" <<'PY' || fail "outputs"
 import glob, gzip, json, sys
 import h5py
 out, train_file, held_file = sys.argv[1:4]

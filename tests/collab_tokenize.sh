@@ -27,7 +27,7 @@ cd "$src"   # the recipes' import paths are relative to the repository root
 for r in recipes/collab-attack.json recipes/collab-attack-models.json \
          recipes/collab-attack-val.json recipes/collab-attack-models-val.json; do
   "$bin" run "$r" --check > "$tmp/check.log" 2>&1 || { cat "$tmp/check.log"; fail "$r --check"; }
-  /usr/bin/python3 - "$r" "$tmp/check.log" <<'PY' || fail "$r: tokenizer inputs"
+  "${SENTINEL_PYTHON:-/usr/bin/python3}" - "$r" "$tmp/check.log" <<'PY' || fail "$r: tokenizer inputs"
 import json, re, sys
 path, log = sys.argv[1:3]
 rec = json.load(open(path))
@@ -77,7 +77,7 @@ refused small_vocab "vocab_size 100" "$recipe" "${small[@]}" --set tokenize.voca
 # 2. the reduced run, up to the reward training
 "$bin" run "$recipe" -o "$tmp/a" "${small[@]}" --to train > "$tmp/a1.log" 2>&1 || { cat "$tmp/a1.log"; fail "run"; }
 grep -q "sentinel run: tokenize: 1 training set(s)" "$tmp/a1.log" || { cat "$tmp/a1.log"; fail "no tokenize step"; }
-/usr/bin/python3 - "$tmp/a" "$held_file" <<'PY' || fail "recorded inputs"
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp/a" "$held_file" <<'PY' || fail "recorded inputs"
 import glob, gzip, hashlib, json, os, sys
 import h5py
 out, held_file = sys.argv[1:3]

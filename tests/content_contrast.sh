@@ -45,7 +45,7 @@ JSON
   --tokenizer "$tmp/run/tokenizer.json" --progress none > /dev/null
 : > "$tmp/pairs.jsonl"
 for s in "$tmp"/sm-shards/*.h5; do
-  "$bin" inspect "$s" --json --all | /usr/bin/python3 -c '
+  "$bin" inspect "$s" --json --all | "${SENTINEL_PYTHON:-/usr/bin/python3}" -c '
 import json, sys
 for t in json.load(sys.stdin).get("tuples", []):
     # the adversary message made right, in round 0 (whose context is the task alone: `score`
@@ -56,7 +56,7 @@ for t in json.load(sys.stdin).get("tuples", []):
 ' >> "$tmp/pairs.jsonl"
 done
 "$bin" score --detector "$tmp/run/detector.gguf" --jsonl "$tmp/pairs.jsonl" > "$tmp/scores.txt"
-/usr/bin/python3 - "$tmp/scores.txt" <<'PY'
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp/scores.txt" <<'PY'
 import math, sys
 v = [float(x) for x in open(sys.argv[1]).read().split()]
 pairs = list(zip(v[0::2], v[1::2]))

@@ -33,11 +33,11 @@ JSON
   || fail "eval"
 # every per-type AUROC, count and the AITM share of every ranker, in every group the reference
 # can name, agree with the reference (exit 1 naming each difference)
-/usr/bin/python3 "$src/scripts/message_types.py" --items "$tmp/items.csv" -i "$tmp/sim" \
+"${SENTINEL_PYTHON:-/usr/bin/python3}" "$src/scripts/message_types.py" --items "$tmp/items.csv" -i "$tmp/sim" \
   --ranker detector --ranker random --ranker shortest --ranker disagree \
   --check "$tmp/report.json" || fail "eval and scripts/message_types.py differ"
 # the summary states the below-chance groups in one line, the JSON's sentence
-want=$(/usr/bin/python3 -c 'import json, sys
+want=$("${SENTINEL_PYTHON:-/usr/bin/python3}" -c 'import json, sys
 print(json.load(open(sys.argv[1]))["detector_below_chance"]["sentence"])' "$tmp/report.json")
 [ -n "$want" ] || fail "no detector_below_chance.sentence in report.json"
 sed -n '/^== summary/,$p' "$tmp/report.txt" | grep -qxF -- "$want" \

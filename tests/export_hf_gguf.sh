@@ -23,7 +23,7 @@ if [ ! -f "$stamp" ]; then
     fi
     touch "$stamp"
 fi
-ckpt=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['best_checkpoint'])" \
+ckpt=$("${SENTINEL_PYTHON:-/usr/bin/python3}" -c "import json,sys; print(json.load(open(sys.argv[1]))['best_checkpoint'])" \
        "$run/train/final_metrics.json") || { echo "FAIL: no trained fixture in $run"; exit 1; }
 fail=0
 for v in "f32" "f16" "q8_0" "f32 --head-as-logit"; do
@@ -34,7 +34,7 @@ for v in "f32" "f16" "q8_0" "f32 --head-as-logit"; do
     node "$src/tests/ref/hf_gguf_dump.mjs" "$npm_dir" "$out" > "$out.hf.json" \
         || { echo "FAIL: @huggingface/gguf could not parse $out"; fail=1; continue; }
     "$bin" inspect "$out" --json > "$out.ours.json" || { echo "FAIL: inspect $out"; exit 1; }
-    /usr/bin/python3 - "$out.hf.json" "$out.ours.json" "$v" <<'PY' || fail=1
+    "${SENTINEL_PYTHON:-/usr/bin/python3}" - "$out.hf.json" "$out.ours.json" "$v" <<'PY' || fail=1
 import json, math, re, sys
 hf = json.load(open(sys.argv[1])); ours = json.load(open(sys.argv[2])); what = sys.argv[3]
 meta = {k: v for k, v in hf["metadata"].items() if k not in ("version", "tensor_count", "kv_count")}

@@ -9,8 +9,8 @@ endif()
 # The library's ABI as installed (docs/api.md): the public headers alone, each compiling by
 # itself as C and C++, declare exactly the functions the library exports in its version node
 # (export/sentinel_detector.map), and the Python package binds only those (tests/check_abi.py).
-if(EXISTS /usr/bin/python3)
-  add_test(NAME export_abi COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/check_abi.py
+if(EXISTS ${SENTINEL_PYTHON})
+  add_test(NAME export_abi COMMAND ${SENTINEL_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_abi.py
            ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/test-tmp
            ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER})
   set_tests_properties(export_abi PROPERTIES TIMEOUT 300)

@@ -29,12 +29,12 @@ cat "$tmp/summary.txt"
   2> /dev/null
 cmp "$tmp/a.jsonl.gz" "$tmp/b.jsonl.gz"
 echo "re-run: byte-identical"
-/usr/bin/python3 "$src/tests/import_collab_ref.py" "$tmp/a.jsonl.gz" "$logs"
+"${SENTINEL_PYTHON:-/usr/bin/python3}" "$src/tests/import_collab_ref.py" "$tmp/a.jsonl.gz" "$logs"
 # stats reads every imported line, and --majority source reproduces the source's published
 # per-round majority accuracies (tests/import_stats_check.py names the runs and numbers)
 "$bin" stats --quiet --progress none --majority source --by experiment \
   --json "$tmp/stats.json" "$tmp/a.jsonl.gz"
-/usr/bin/python3 "$src/tests/import_stats_check.py" "$tmp/stats.json" "$mode"
+"${SENTINEL_PYTHON:-/usr/bin/python3}" "$src/tests/import_stats_check.py" "$tmp/stats.json" "$mode"
 if [ "$mode" = full ]; then
   # the full set: 10,070 debates from 102 supported files (one empty), 2 unsupported files
   # (math, mquake) skipped; the legacy multi-adversary files show the source's prompt-leak bug

@@ -40,7 +40,7 @@ done
 grep -q 'PEFT LORA adapter (r 4, alpha 8, scale 2' <("$bin" inspect "$lck") || fail "lora line"
 "$bin" inspect "$run/train/base" | grep -q 'Hugging Face model directory' || fail "base dir"
 
-/usr/bin/python3 - "$run" "$ck" "$lck" "$tmp" <<'PY'
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$run" "$ck" "$lck" "$tmp" <<'PY'
 import json, struct, subprocess, sys, os
 run, ck, lck, tmp = sys.argv[1:]
 bin_ = os.environ["SENTINEL_BIN"]

@@ -19,7 +19,7 @@
 # Exit 0 pass, 1 fail, 77 skip (with the reason).
 set -u
 : "${SENTINEL_BIN:?}" "${SENTINEL_SRC:?}" "${SENTINEL_BUILD:?}" "${SENTINEL_TMP:?}"
-PY=/usr/bin/python3
+PY="${SENTINEL_PYTHON:-/usr/bin/python3}"
 # Reward tolerance |r_llama - r_sentinel| <= TOL * (1 + |r|): llama.cpp (flash attention off, F32
 # KV cache) computes in f32 like our runtime but in another order (ggml's kernels, a fused
 # softmax): the worst difference measured here is 3.5e-6; 1e-4 leaves room for other CPUs.

@@ -12,7 +12,7 @@ set -euo pipefail
 mode=${1:?usage: notebook_run.sh run|clean NOTEBOOK [FIGURE|~MARKER]...}
 nb=${2:?usage: notebook_run.sh run|clean NOTEBOOK [FIGURE|~MARKER]...}
 shift 2
-py=/usr/bin/python3
+py="${SENTINEL_PYTHON:-/usr/bin/python3}"
 
 if [ "$mode" = clean ]; then
   "$py" - "$nb" <<'PY'

@@ -15,7 +15,7 @@ if(TEST test_llm_openai_unit)
 endif()
 # The fake server itself must at least compile and answer --help.
 add_test(NAME openai_fake_server_help
-         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/servers/fake_openai.py --help)
+         COMMAND ${SENTINEL_PYTHON} ${CMAKE_SOURCE_DIR}/tests/servers/fake_openai.py --help)
 set_tests_properties(openai_fake_server_help PROPERTIES LABELS "openai;noasan" TIMEOUT 300)
 if(TEST test_llm_openai_replies) # fake server, including one that answers 503 while "loading"
   set_tests_properties(test_llm_openai_replies PROPERTIES TIMEOUT 240 LABELS "openai")

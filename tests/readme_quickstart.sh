@@ -22,5 +22,5 @@ n=$(wc -l < "$out/summary.txt")
 [ "$n" -le 25 ] || { cat "$out/summary.txt"; fail "the summary is $n lines (at most 25)"; }
 tail -n "$n" "$out.log" | cmp -s - "$out/summary.txt" \
   || { tail -n "$n" "$out.log"; fail "the run's output does not end with summary.txt"; }
-/usr/bin/python3 "$src/scripts/readme_example.py" "$out" --readme "$src/README.md" --check
+"${SENTINEL_PYTHON:-/usr/bin/python3}" "$src/scripts/readme_example.py" "$out" --readme "$src/README.md" --check
 echo "ok: readme_worked_example"

@@ -15,7 +15,7 @@ fx="${SENTINEL_TMP:-/tmp}/run_pipeline/a"
 tmp="${SENTINEL_TMP:-/tmp}/report_tb_$1"
 rm -rf "$tmp" && mkdir -p "$tmp"
 fail() { echo "FAIL: $*"; exit 1; }
-py=/usr/bin/python3
+py="${SENTINEL_PYTHON:-/usr/bin/python3}"
 
 case "$1" in
 tensorboard)

@@ -23,7 +23,7 @@ rc=0
 SLURM_ARRAY_TASK_ID=3 SENTINEL="$bin" bash "$script" "$src/recipes/netsafe.json" "$tmp/arr" 3 \
   "${sets[@]}" > "$tmp/task3.log" 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "task 3 of 3 shards: exit $rc, expected 2"
-/usr/bin/python3 - "$tmp/whole" "$tmp/arr" <<'PY'
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp/whole" "$tmp/arr" <<'PY'
 import gzip, json, os, sys
 def read(path):
     recs = {}

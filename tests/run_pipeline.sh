@@ -45,7 +45,7 @@ n=$(wc -l < "$tmp/a/summary.txt")
 tail -n "$n" "$tmp/a1.log" | cmp -s - "$tmp/a/summary.txt" || fail "the run does not end with summary.txt"
 grep -q "^the detector beats the best baseline on: " "$tmp/a/summary.txt" \
   || fail "summary lacks eval's sentences on the best baseline"
-/usr/bin/python3 - "$tmp/a/run.json" "$tmp/a/eval/report.json" <<'PY' || fail "run.json / report.json"
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp/a/run.json" "$tmp/a/eval/report.json" <<'PY' || fail "run.json / report.json"
 import json, sys
 st = json.load(open(sys.argv[1]))["stages"]
 assert [k for k in st] == ["simulate", "build", "train", "export", "eval"], st
@@ -72,7 +72,7 @@ PY
 # messages) and its agent-level detection accuracy (last round) beat random ranking and the
 # shortest-message heuristic by stated margins (0.10 and 0.05). The reduced run trains 12
 # steps with fixed seeds; the full quickstart's figures are in README.md.
-/usr/bin/python3 - "$tmp/a/eval/report.json" <<'PY' || fail "the detector does not beat random and shortest by the margins"
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp/a/eval/report.json" <<'PY' || fail "the detector does not beat random and shortest by the margins"
 import json, sys
 rep = json.load(open(sys.argv[1]))
 fig = {r["ranker"]: r["groups"]["all"]["overall"] for r in rep["rankers"]}
@@ -131,7 +131,7 @@ grep -q '"train": {"key": "[0-9a-f]*", "state": "running"}\|"state": "running"' 
 "$bin" run "$recipe" -o "$tmp/k" "${small[@]}" > "$tmp/k2.log" 2>&1 || { cat "$tmp/k2.log"; fail "resumed run"; }
 grep -q "train (resuming after an interrupted run)" "$tmp/k2.log" || { cat "$tmp/k2.log"; fail "did not resume"; }
 [ "$(stages "$tmp/k2.log")" = "train export eval" ] || fail "resumed: stages '$(stages "$tmp/k2.log")'"
-/usr/bin/python3 - "$tmp/a1.final.json" "$tmp/k/train/final_metrics.json" <<'PY' || fail "resumed != uninterrupted"
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp/a1.final.json" "$tmp/k/train/final_metrics.json" <<'PY' || fail "resumed != uninterrupted"
 import json, math, sys
 a, k = (json.load(open(p)) for p in sys.argv[1:3])
 assert a["step"] == k["step"], (a["step"], k["step"])

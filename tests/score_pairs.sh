@@ -17,10 +17,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 [ -f "$run/train/latest" ] || fail "no $run/train (the trained_run fixture)"
 ck="$run/train/$(cat "$run/train/latest")"
 gg="$run/detector.gguf"
-max_len=$("$bin" inspect --json "$gg" | /usr/bin/python3 -c \
+max_len=$("$bin" inspect --json "$gg" | "${SENTINEL_PYTHON:-/usr/bin/python3}" -c \
   'import json, sys; print(json.load(sys.stdin)["keys"]["sentinel.max_len"])')
 
-/usr/bin/python3 - "$tmp" <<'PY'
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp" <<'PY'
 import json, sys
 tmp = sys.argv[1]
 ctx = "Question: which planet is largest? (A) Mars (B) Jupiter (C) Venus (D) Mercury"
@@ -44,7 +44,7 @@ PY
   >> "$tmp/model.txt" || fail "score --model --context"
 "$bin" score --detector "$gg" --context "$tmp/c.txt" --response "$tmp/r.txt" >> "$tmp/det.txt" ||
   fail "score --detector --context"
-/usr/bin/python3 - "$tmp/model.txt" "$tmp/det.txt" <<'PY'
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp/model.txt" "$tmp/det.txt" <<'PY'
 import sys
 a = [float(x) for x in open(sys.argv[1])]
 b = [float(x) for x in open(sys.argv[2])]

@@ -14,9 +14,9 @@ endforeach()
 # Not under the sanitizers: an instrumented libsentinel_detector.so cannot be loaded by an
 # uninstrumented python3 (the ASan runtime must come first); the library's code runs under ASan
 # in the C tests of the same functions (test_defense_sentinel, test_serve_http).
-if(EXISTS /usr/bin/python3)
+if(EXISTS ${SENTINEL_PYTHON})
   foreach(t python_package python_debate)
-    add_test(NAME ${t} COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/${t}.py)
+    add_test(NAME ${t} COMMAND ${SENTINEL_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/${t}.py)
     set_tests_properties(${t} PROPERTIES ENVIRONMENT "${SN_TEST_ENV}" TIMEOUT 900
                          FIXTURES_REQUIRED tiny_detector LABELS noasan)
   endforeach()

@@ -10,7 +10,7 @@ set -euo pipefail
 mode=${1:?usage: stats_notebook.sh run|clean}
 src=${SENTINEL_SRC:?}
 nb="$src/notebooks/01_group_dynamics.ipynb"
-py=/usr/bin/python3
+py="${SENTINEL_PYTHON:-/usr/bin/python3}"
 
 if [ "$mode" = clean ]; then
   "$py" - "$nb" <<'PY'

@@ -49,8 +49,9 @@ static void make_text(struct sn_rng *rng, bool trusted, char *buf, size_t cap)
 int main(void)
 {
     const char *dir = sn_test_dir("eval_ngram_sklearn");
-    if (sn_test_sh("/usr/bin/python3 -c 'import sklearn' 2>/dev/null") != 0) {
-        printf("SKIP: /usr/bin/python3 cannot import sklearn (apt-get install python3-sklearn)\n");
+    if (sn_test_sh(SN_TEST_PY " -c 'import sklearn' 2>/dev/null") != 0) {
+        printf("SKIP: the tests' Python (SENTINEL_PYTHON, default /usr/bin/python3) cannot "
+               "import sklearn (apt-get install python3-sklearn)\n");
         return 77;
     }
     enum { N_TRAIN = 400, N_TEST = 400 };
@@ -112,7 +113,7 @@ int main(void)
     CHECK_MSG(sn_json_save(path, root, &err) == SN_OK, "%s", err.msg);
     cJSON_Delete(root);
     const char *src = getenv("SENTINEL_SRC");
-    int rc = sn_test_sh("/usr/bin/python3 '%s/tests/ref/ngram_sklearn.py' '%s'", src ? src : ".",
+    int rc = sn_test_sh(SN_TEST_PY " '%s/tests/ref/ngram_sklearn.py' '%s'", src ? src : ".",
                         dir);
     if (rc == 77) { /* a failure above still fails */
         int done = sn_test_done();

@@ -449,7 +449,7 @@ int main(void)
 
     /* 4. independent readers */
     char cpath[1200];
-    int st = sn_test_sh("/usr/bin/python3 %s/tests/ref/export_hf_check.py %s %s", src ? src : "..",
+    int st = sn_test_sh(SN_TEST_PY " %s/tests/ref/export_hf_check.py %s %s", src ? src : "..",
                         hf, hf16);
     if (st == 77) {
         printf("python torch not importable: the Python checks are skipped\n");
@@ -457,11 +457,11 @@ int main(void)
         CHECK_MSG(st == 0, "export_hf_check.py failed on %s", hf);
         snprintf(cpath, sizeof cpath, "%s/case-hf.json", dir);
         ref_case(cpath, "hf", hf, NULL, ids, lens, NSEQ, hid, rew);
-        st = sn_test_sh("/usr/bin/python3 %s/tests/ref/qwen2_ref.py %s", src ? src : "..", cpath);
+        st = sn_test_sh(SN_TEST_PY " %s/tests/ref/qwen2_ref.py %s", src ? src : "..", cpath);
         CHECK_MSG(st == 0, "the PyTorch forward of %s disagrees with the detector", hf);
         snprintf(cpath, sizeof cpath, "%s/case-peft.json", dir);
         ref_case(cpath, "base+peft", mdir, peft, ids, lens, NSEQ, hid, rew);
-        st = sn_test_sh("/usr/bin/python3 %s/tests/ref/qwen2_ref.py %s", src ? src : "..", cpath);
+        st = sn_test_sh(SN_TEST_PY " %s/tests/ref/qwen2_ref.py %s", src ? src : "..", cpath);
         CHECK_MSG(st == 0, "the PyTorch forward of base + %s disagrees with the detector", peft);
     }
 #ifdef SENTINEL_WITH_TORCH

@@ -118,7 +118,7 @@ static void check_f64(const char *dir, const char *mdir, const char *name, const
     OK(sn_json_save(path, j, &E));
     cJSON_Delete(j);
     const char *src = getenv("SENTINEL_SRC");
-    int st = sn_test_sh("/usr/bin/python3 '%s/tests/ref/qwen2_ref.py' '%s'", src ? src : "..",
+    int st = sn_test_sh(SN_TEST_PY " '%s/tests/ref/qwen2_ref.py' '%s'", src ? src : "..",
                         path);
     CHECK_MSG(st == 0 || st == 77, "%s: float64 reference exit %d", name, st);
     if (st == 77)

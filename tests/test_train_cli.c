@@ -165,7 +165,7 @@ int main(void)
     snprintf(p2, sizeof p2, "%s/tok.json", root);
     CHECK(same_file(p1, p2));
     /* HF's TrainerState loads trainer_state.json; with evaluations at 20 and 40, a best */
-    CHECK(sn_test_sh("/usr/bin/python3 '%s/tests/hf_trainer_state.py' check "
+    CHECK(sn_test_sh(SN_TEST_PY " '%s/tests/hf_trainer_state.py' check "
                      "'%s/learn/checkpoint-40'", getenv("SENTINEL_SRC"), root) == 0);
 
     /* exact resume after SIGKILL */
@@ -197,8 +197,8 @@ int main(void)
     CHECK_MSG(st == 143, "exit %d after SIGTERM", st);
     snprintf(p1, sizeof p1, "%s/term/checkpoint-7/sentinel_state.json", root);
     CHECK(stat(p1, &sb) == 0);
-    CHECK(sn_test_sh("/usr/bin/python3 '%s/tests/hf_trainer_state.py' check "
-                     "'%s/term/checkpoint-7' > /dev/null && /usr/bin/python3 "
+    CHECK(sn_test_sh(SN_TEST_PY " '%s/tests/hf_trainer_state.py' check "
+                     "'%s/term/checkpoint-7' > /dev/null && " SN_TEST_PY " "
                      "'%s/tests/hf_trainer_state.py' to-v1 '%s/term/checkpoint-7'",
                      getenv("SENTINEL_SRC"), root, getenv("SENTINEL_SRC"), root) == 0);
     CHECK(train("", "resume.json", "term", "") == 0);

@@ -91,7 +91,7 @@ static void check_case(const char *dir, const char *name, struct sn_model *m,
     snprintf(path, sizeof path, "%s/%s.json", dir, name);
     CHECK(sn_json_save(path, j, &err) == SN_OK);
     cJSON_Delete(j);
-    int st = sn_test_sh("/usr/bin/python3 %s/tests/ref/qwen2_ref.py %s", src_dir(), path);
+    int st = sn_test_sh(SN_TEST_PY " %s/tests/ref/qwen2_ref.py %s", src_dir(), path);
     if (st == 77 || st == 127) {
         n_skipped++;
     } else {

@@ -99,6 +99,11 @@ struct sn_st_writer;
 ** *f. */
 struct sn_st_writer *sn_test_st_copy(const char *src, const char *drop, struct sn_st_file **f);
 
+/* The Python that runs the tests' independent references (PyTorch, h5py, scikit-learn), as a
+** shell word for sn_test_sh: $SENTINEL_PYTHON, else Debian's /usr/bin/python3 (scripts/deps.sh
+** installs its packages there). `sentinel report` reads the same variable. */
+#define SN_TEST_PY "\"${SENTINEL_PYTHON:-/usr/bin/python3}\""
+
 /* A loopback HTTP/1.1 server in the test's own process, for tests of HTTP clients that must not
 ** depend on timing: it answers when the test says so, never after a delay. Every POST gets the
 ** same OpenAI-style chat completion (content SN_TEST_GATE_REPLY, usage 1 + 2 tokens) once the

@@ -49,7 +49,10 @@ static inline int fake_start_loading(struct fake_server *s, const char *dir, dou
         int fd = open("/dev/null", O_WRONLY);
         if (fd >= 0)
             dup2(fd, 1);
-        execl("/usr/bin/python3", "python3", script, "--port-file", port_file, "--log", s->log,
+        const char *py = getenv("SENTINEL_PYTHON"); /* tests/testutil.h SN_TEST_PY */
+        if (!py || !*py)
+            py = "/usr/bin/python3";
+        execl(py, "python3", script, "--port-file", port_file, "--log", s->log,
               "--latency-ms", lat, "--lifetime", life, "--loading-s", load, (char *)NULL);
         _exit(127);
     }

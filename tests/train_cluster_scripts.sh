@@ -61,11 +61,11 @@ cat > "$tmp/recipe.json" <<'EOF'
 {"train": {"base": "tiny", "micro_batch": 2, "grad_accum": 1, "max_steps": 2, "eval_every": 0,
            "save_every": 0, "threads": 1, "seed": 7}}
 EOF
-free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { "${SENTINEL_PYTHON:-/usr/bin/python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 check_out() {  # OUT: written by rank 0 for a world of 2, one metrics line per step
   local out=$1
-  /usr/bin/python3 - "$out" <<'PY' || fail "$out"
+  "${SENTINEL_PYTHON:-/usr/bin/python3}" - "$out" <<'PY' || fail "$out"
 import json, sys
 out = sys.argv[1]
 s = json.load(open(out + "/train_settings.json"))

@@ -33,7 +33,7 @@ grep -q "^pretrain:   4 steps of objective lm on the train split first" "$tmp/ch
 grep -q "simulate up to date" "$tmp/run.log" || { cat "$tmp/run.log"; fail "simulate re-ran"; }
 grep -q "train.pretrain_steps 4: objective lm -> $tmp/pretrain" "$tmp/run.log" \
   || { cat "$tmp/run.log"; fail "no lm stage"; }
-/usr/bin/python3 - "$tmp" <<'PY' || fail "the lm stage and the reward run after it"
+"${SENTINEL_PYTHON:-/usr/bin/python3}" - "$tmp" <<'PY' || fail "the lm stage and the reward run after it"
 import json, math, sys
 out = sys.argv[1]
 pre = json.load(open(f"{out}/pretrain/train_settings.json"))

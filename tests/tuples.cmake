@@ -7,7 +7,7 @@
 # sequence with a byte-level BPE decoder written in the script. Debian's python3 (/usr/bin/python3,
 # which has python3-h5py); skipped (77) when h5py is missing.
 add_test(NAME data_shard_h5py
-         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/ref/read_shard.py
+         COMMAND ${SENTINEL_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ref/read_shard.py
                  $<TARGET_FILE:sentinel> ${CMAKE_BINARY_DIR}/test-tmp/data_shard_h5py)
 set_tests_properties(data_shard_h5py PROPERTIES
                      ENVIRONMENT "${SN_TEST_ENV}" SKIP_RETURN_CODE 77 TIMEOUT 300
