@@ -25,6 +25,7 @@
 # past it, so a hung one cannot hold the GPU for long). Progress and each run's raw key=value
 # lines go to stderr.
 set -uo pipefail
+case ${1:-} in -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 if [ $# -lt 1 ]; then
   echo "usage: bench/train_step_gpu.sh BUILD_DIR [OUT_FILE]" >&2; exit 2
 fi

@@ -18,6 +18,7 @@
 # tens of seconds), each sentinel command after 120. WORK_DIR's own subfolders (in, out, logs,
 # shards, train, peft, hf) are replaced; nothing else there is touched.
 set -uo pipefail
+case ${1:-} in -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 if [ $# -ne 2 ]; then
     echo "usage: $0 BUILD_DIR WORK_DIR" >&2
     exit 2
