@@ -504,18 +504,17 @@ int sn_aten_load_raw(const char *path, const int64_t *shape, int ndim, enum sn_d
 ** hosts the TCPStore. Backend (AUTO): Gloo on CPU; NCCL when the device is CUDA. GLOO on a
 ** CUDA device all-reduces CUDA tensors through Gloo (several ranks on one GPU, where NCCL
 ** refuses two ranks per device); NCCL needs a CUDA device. A backend this build lacks (Gloo
-** headers or NCCL absent from the libtorch it was built against) is SN_E_UNSUPPORTED. */
-enum sn_dist_backend { SN_DIST_BACKEND_AUTO, SN_DIST_BACKEND_GLOO, SN_DIST_BACKEND_NCCL };
+** headers or NCCL absent from the libtorch it was built against) is SN_E_UNSUPPORTED.
+** sn_aten_dist_init_env opens a backend named (not AUTO) for a world of one too when the
+** launcher's MASTER_PORT is set, as torchrun --nproc-per-node 1 does (open_single below). */
 struct sn_dist_params {
     struct sn_device     device;    /* where collective tensors live */
     int                  timeout_s; /* store connect + collectives; 0 = 300 */
-    enum sn_dist_backend backend;   /* AUTO (default) */
+    enum sn_dist_backend backend;   /* AUTO (default); aten/dtype.h names and parses it */
     bool                 open_single; /* open the backend for a world of one too (as torchrun
                                       ** --nproc-per-node 1 does), so one device exercises it;
                                       ** false: a world of one opens nothing */
 };
-/* "auto", "gloo", "nccl" -> *out; SN_E_ARG otherwise (the message names the choices). */
-int  sn_aten_dist_backend_parse(const char *s, enum sn_dist_backend *out, struct sn_err *err);
 /* Whether this build can open a group of that backend (false for AUTO). */
 bool sn_aten_dist_backend_built(enum sn_dist_backend b);
 struct sn_dist_params sn_dist_default_params(void);

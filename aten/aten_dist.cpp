@@ -49,23 +49,6 @@ extern "C" struct sn_dist_params sn_dist_default_params(void)
     return p;
 }
 
-extern "C" int sn_aten_dist_backend_parse(const char *s, enum sn_dist_backend *out,
-                                          struct sn_err *err)
-{
-    if (!s || !out)
-        return sn_err_set(err, SN_E_ARG, "dist backend: NULL argument");
-    if (!strcmp(s, "auto"))
-        *out = SN_DIST_BACKEND_AUTO;
-    else if (!strcmp(s, "gloo"))
-        *out = SN_DIST_BACKEND_GLOO;
-    else if (!strcmp(s, "nccl"))
-        *out = SN_DIST_BACKEND_NCCL;
-    else
-        return sn_err_set(err, SN_E_ARG, "dist backend '%s': expected 'auto', 'gloo' or 'nccl'",
-                          s);
-    return SN_OK;
-}
-
 extern "C" bool sn_aten_dist_backend_built(enum sn_dist_backend b)
 {
 #ifdef SN_HAVE_C10D_GLOO
@@ -126,8 +109,10 @@ extern "C" int sn_aten_dist_init_env(const struct sn_dist_params *params, struct
     } catch (...) {
         return fail_current("dist_init_env", err);
     }
-    return sn_aten_dist_init(rank, world, local, addr ? addr : "127.0.0.1", port, params, out,
-                             err);
+    struct sn_dist_params p = params ? *params : sn_dist_default_params();
+    if (p.backend != SN_DIST_BACKEND_AUTO && port > 0)
+        p.open_single = true; // a named backend under a launcher: as torchrun --nproc 1
+    return sn_aten_dist_init(rank, world, local, addr ? addr : "127.0.0.1", port, &p, out, err);
 }
 
 static bool is_loopback(const std::string &a)

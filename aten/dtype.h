@@ -1,6 +1,6 @@
-/* aten/dtype.h: the element types of aten/ tensors, apart from aten/aten.h so that code
-** which only names a dtype (a recipe's train.dtype, docs/train.md) needs no libtorch
-** (docs/design.md §3, library aten_dtype). */
+/* aten/dtype.h: the names aten/ takes that code without libtorch must read too, apart from
+** aten/aten.h: the element types of its tensors (a recipe's train.dtype, docs/train.md) and the
+** c10d backends (train.dist_backend) (docs/design.md §3, library aten_dtype). */
 #ifndef SN_ATEN_DTYPE_H
 #define SN_ATEN_DTYPE_H
 #ifdef __cplusplus
@@ -21,6 +21,11 @@ enum sn_dtype {
 };
 const char *sn_dtype_name(enum sn_dtype dt);  /* "f32", "bf16", ...; "?" if out of range */
 size_t      sn_dtype_size(enum sn_dtype dt);  /* bytes per element; 0 if out of range */
+
+/* The collectives of several processes (aten/aten.h "distributed"). */
+enum sn_dist_backend { SN_DIST_BACKEND_AUTO, SN_DIST_BACKEND_GLOO, SN_DIST_BACKEND_NCCL };
+/* "auto", "gloo", "nccl" -> *out; SN_E_ARG otherwise (the message names the choices). */
+int sn_aten_dist_backend_parse(const char *s, enum sn_dist_backend *out, struct sn_err *err);
 
 #ifdef __cplusplus
 }

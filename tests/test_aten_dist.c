@@ -222,6 +222,22 @@ static void test_backend_choice(void)
     expect("gloo group of one", t, (double[]){1.5, -2}, 2);
     sn_tensor_free(t);
     sn_aten_dist_free(d);
+    d = NULL;
+    /* from the environment: a named backend with the launcher's MASTER_PORT opens a group of
+    ** one; AUTO with the same environment opens nothing */
+    char pbuf[16];
+    snprintf(pbuf, sizeof pbuf, "%d", free_port());
+    setenv("MASTER_PORT", pbuf, 1);
+    p.open_single = false;
+    OK(sn_aten_dist_init_env(&p, &d, &E));
+    CHECK_STR(d ? sn_aten_dist_backend(d) : "", "gloo");
+    sn_aten_dist_free(d);
+    d = NULL;
+    p.backend = SN_DIST_BACKEND_AUTO;
+    OK(sn_aten_dist_init_env(&p, &d, &E));
+    CHECK_STR(d ? sn_aten_dist_backend(d) : "", "none");
+    sn_aten_dist_free(d);
+    unsetenv("MASTER_PORT");
 }
 
 static void test_world_of_one_and_bad_env(void)

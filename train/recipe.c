@@ -281,10 +281,11 @@ static int check_ranges(const struct sn_train_params *p, struct sn_err *err)
         return sn_err_set(err, SN_E_ARG, "recipe: train.best_metric = \"%s\" (expected "
                           "eval_accuracy, eval_loss, eval_margin or eval_align_accuracy)",
                           p->best_metric);
-    /* the names aten's sn_aten_dist_backend_parse takes, checked here too so that
-    ** `sentinel run --check` (no libtorch) refuses a misspelt backend */
-    if (strcmp(p->dist_backend, "auto") && strcmp(p->dist_backend, "gloo") &&
-        strcmp(p->dist_backend, "nccl"))
+    /* checked here, not only when the trainer opens its group, so that `sentinel run --check`
+    ** (no libtorch) refuses a misspelt backend */
+    enum sn_dist_backend backend;
+    struct sn_err ignored = {0};
+    if (sn_aten_dist_backend_parse(p->dist_backend, &backend, &ignored))
         return sn_err_set(err, SN_E_ARG, "recipe: train.dist_backend = \"%s\" (expected auto, "
                           "gloo or nccl)", p->dist_backend);
     return SN_OK;

@@ -352,10 +352,6 @@ static int open_steps(struct sn_trainer *t, struct sn_err *err)
                                         err);
     if (rc)
         return sn_err_wrap(err, "train.dist_backend");
-    /* A backend named under a launcher (MASTER_PORT set) is opened even for a world of one,
-    ** as torchrun --nproc-per-node 1 does: one device then exercises it. */
-    const char *port = getenv("MASTER_PORT");
-    dp.open_single = dp.backend != SN_DIST_BACKEND_AUTO && port && *port;
     rc = sn_aten_dist_init_env(&dp, &t->dist, err);
     if (!rc) {
         t->rank = sn_aten_dist_rank(t->dist);
