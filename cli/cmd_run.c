@@ -556,8 +556,8 @@ static int run_stage(struct run *r, int s)
             arg(&e, num[3]);
         }
         /* eval refuses debates on questions seen in training (docs/eval.md "Leakage"); a model
-        ** hold-out debates the training questions by design, and the demo's generated eval
-        ** set repeats training questions: with allow_overlap they are evaluated and split
+        ** hold-out debates the training questions by design, and the `synthetic` generator's
+        ** eval sets repeat training questions: with allow_overlap they are evaluated and split
         ** into the groups question=seen and question=unseen */
         if (ep->allow_overlap)
             arg(&e, "--allow-overlap");
@@ -700,9 +700,10 @@ static int summary(struct run *r, int n_ran)
     cJSON_Delete(fm);
     OUT("\n== eval: %s, group all (eval's summary; the whole table: %s)\n",
         r->import ? "the imported sets of eval.sets, held out of training"
-                  : "fresh debates on items never trained on (with eval.allow_overlap "
-                    "their questions may repeat training's: report.txt's question=seen and "
-                    "question=unseen groups)", r->p_report);
+        : r->dec.eval.allow_overlap
+            ? "fresh debates on items never trained on (eval.allow_overlap: their questions "
+              "may repeat training's; report.txt's question=seen and question=unseen groups)"
+            : "fresh debates on items never trained on", r->p_report);
     if (!rc)
         rc = eval_summary(&b, r->p_report, &err);
     const cJSON *sev = cJSON_GetObjectItemCaseSensitive(r->state, "eval_detector");

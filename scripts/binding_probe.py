@@ -5,6 +5,7 @@ wording", "What the detector does not learn").
 
     /usr/bin/python3 scripts/binding_probe.py --shards OUT/shards [--only contrast]
         [--dataset facts-known] [--no-context] [--d 64 --layers 2] [--steps 2000]
+        [--textbook IDS --lm-steps N]
 
 It trains a reward model of the `tiny` shape (pre-norm decoder, RoPE, SwiGLU, the reward read
 at the last token, L_pref only; docs/design.md §4) on the train split's (chosen, rejected) ids,
@@ -12,7 +13,10 @@ optionally only on the pairs of one `rejected_kind` and dataset, optionally with
 cut to its response (from the last <|im_start|>: the question and the discussion removed), and
 prints the validation split's pair accuracy (chosen scored above rejected) by rejected kind and
 dataset, the facts' pairs split by whether their explanation sentence (the reference's first
-line) occurs in any train tuple (`seen`) or not (`unseen`). A fact-binding learner scores a
+line) occurs in any train tuple (`seen`) or not (`unseen`). With --textbook (a file of
+token-id lines, e.g. the train split's reference sentences through `sentinel tokenize --json`)
+the model is first trained --lm-steps steps as a language model on those lines (the head tied to
+the embedding), then as the reward model (docs/eval.md "A textbook first does not help"). A fact-binding learner scores a
 contrast pair (the same text with the fact's object swapped for another fact's object) right
 on seen and unseen sentences alike; a learner of names scores the unseen ones below chance,
 since a distractor is the right object of another fact. Needs h5py and torch (Debian's
@@ -38,6 +42,11 @@ def parse():
     p.add_argument('--eval-every', type=int, default=500)
     p.add_argument('--threads', type=int, default=1)
     p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--textbook', default='',
+                   help='a file of token-id lines (`sentinel tokenize`): language-model '
+                        'pretraining on them before the reward training')
+    p.add_argument('--lm-steps', type=int, default=0)
+    p.add_argument('--lm-batch', type=int, default=32)
     return p.parse_args()
 
 
@@ -100,6 +109,20 @@ class RewardModel(nn.Module):
             x = b(x, ang.cos(), ang.sin(), mask)
         return self.head(self.norm(x)[torch.arange(B), lens - 1]).squeeze(-1)
 
+    def lm_loss(self, ids, lens):
+        B, T = ids.shape
+        inv = 1.0 / 10000 ** (torch.arange(self.dh // 2).float() / (self.dh // 2))
+        ang = torch.arange(T).float()[:, None] * inv[None]
+        mask = torch.full((T, T), float('-inf')).triu(1)
+        x = self.embed(ids)
+        for b in self.blocks:
+            x = b(x, ang.cos(), ang.sin(), mask)
+        logits = self.norm(x) @ self.embed.weight.T
+        valid = torch.arange(T)[None, :-1] < (lens[:, None] - 1)
+        nll = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                              ids[:, 1:].reshape(-1), reduction='none').view(B, T - 1)
+        return (nll * valid).sum() / valid.sum()
+
 
 def batch(pairs):
     seqs = [p[0] for p in pairs] + [p[1] for p in pairs]
@@ -141,6 +164,27 @@ def main():
         model.train()
         return {k: f'{v[0] / v[1]:.3f} ({v[1]})' for k, v in sorted(hits.items()) if v[1] >= 20}
 
+    if args.textbook and args.lm_steps:
+        book = [np.array([int(t) for t in line.split()], dtype=np.int64)
+                for line in open(args.textbook) if len(line.split()) >= 2]
+        lm_opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+        t0 = time.time()
+        for step in range(args.lm_steps):
+            part = [book[j] for j in rng.integers(0, len(book), args.lm_batch)]
+            ids, lens = batch([(s, s[:1], '', '', '') for s in part])
+            ids, lens = ids[:len(part)], lens[:len(part)]
+            loss = model.lm_loss(ids, lens)
+            lr = args.lr * ((step + 1) / 60 if step < 60 else 0.5 * (1 + math.cos(
+                math.pi * (step - 60) / max(1, args.lm_steps - 60))))
+            for g in lm_opt.param_groups:
+                g['lr'] = lr
+            lm_opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            lm_opt.step()
+            if (step + 1) % 500 == 0 or step + 1 == args.lm_steps:
+                print(f'lm step {step + 1}: loss {float(loss):.3f}, {time.time() - t0:.0f} s',
+                      flush=True)
     t0, order, pos, accs = time.time(), rng.permutation(len(train)), 0, []
     for step in range(args.steps):
         if pos + args.batch > len(order):

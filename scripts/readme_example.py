@@ -145,6 +145,23 @@ def plainly(rep, out_json):
         parts = [x for x in parts if x]
         if parts:
             lines.append("- %s, last round: %s." % (what, "; ".join(parts)))
+    # 2b. content: the evaluation-only style-matched attack (honest wording, wrong content), by
+    # the fact base's groups (docs/eval.md "Content, not wording")
+    sm = "scenario=style_matched"
+    if rep.has(sm):
+        groups = [sm] + sorted(g for g in rep.rankers["detector"].get("groups", {})
+                               if g.startswith(sm + ",dataset="))
+        cells = []
+        for g in groups:
+            r = rep.row("detector", g, "overall") or {}
+            others = ["%s %s" % (n, f3(rep.p(n, g, "overall", AUROC[1])))
+                      for n in ("ngram", "disagree") if rep.p(n, g, "overall", AUROC[1])
+                      is not None]
+            cells.append("%s %s (%s)" % ("all" if g == sm else g.split("dataset=")[1],
+                                         rate(r.get(AUROC[1])), ", ".join(others)))
+        lines.append("- Content (the evaluation-only style-matched attack: honest wording, wrong "
+                     "content), AUROC every round pooled, detector [interval] (baselines): %s."
+                     % "; ".join(cells))
     # 3. the replay's vote after the exclusions, tie-neutral, last round
     u = rep.p("detector", "all", "last_round", TASK_UNDEF)
     t = rep.p("detector", "all", "last_round", TASK[1])

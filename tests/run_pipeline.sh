@@ -11,15 +11,8 @@ src=${SENTINEL_SRC:?}
 tmp="${SENTINEL_TMP:-/tmp}/run_pipeline"
 rm -rf "$tmp" && mkdir -p "$tmp"
 recipe="$src/recipes/quickstart.json"
-# The reduction also gives the training debates the paper's styles (the recipe's endpoint
-# sim-styles without `styles: "full"`): in the full-styles world wording does not give the roles
-# away and 12 steps on 24 items learn too little to pass the detection check below (the whole
-# recipe trains 1200 steps on 240 items; docs/eval.md "The quickstart on validation").
-small=(--set simulate.defaults.dataset.n=24
-       --set 'simulate.endpoints.sim-styles={"kind": "sim", "competence": 0.8}'
-       --set train.max_steps=12 --set train.warmup_steps=4 --set train.eval_every=6
-       --set train.save_every=6
-       --set eval.dataset.n=8 --set eval.bootstrap=0)
+# the reduced settings (tests/quickstart_reduced.sh says why each)
+source "$src/tests/quickstart_reduced.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 stages() { grep -E '^== sentinel run: (simulate|build|train|export|eval) \(' "$1" \
              | sed -E 's/^== sentinel run: ([a-z]+) .*/\1/' | tr '\n' ' ' | sed 's/ $//'; }

@@ -18,12 +18,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 [ -d "$run/trajectories" ] || fail "no $run/trajectories (the trained_run fixture)"
 cp -r "$run/trajectories" "$run/run.json" "$tmp/"
 # run_pipeline.sh's reduced settings (so simulate is up to date), plus the lm stage
-sets=(--set simulate.defaults.dataset.n=24
-      --set 'simulate.endpoints.sim-styles={"kind": "sim", "competence": 0.8}'
-      --set train.max_steps=12 --set train.warmup_steps=4 --set train.eval_every=6
-      --set train.save_every=6
-      --set eval.dataset.n=8 --set eval.bootstrap=0
-      --set train.pretrain_steps=4 --set train.pretrain_lr=0.002)
+recipe="$src/recipes/quickstart.json"
+source "$src/tests/quickstart_reduced.sh"
+sets=("${small[@]}" --set train.pretrain_steps=4 --set train.pretrain_lr=0.002)
 "$bin" run "$src/recipes/quickstart.json" -o "$tmp" "${sets[@]}" --check > "$tmp/check.log" 2>&1 \
   || { cat "$tmp/check.log"; fail "--check"; }
 grep -q "^pretrain:   4 steps of objective lm on the train split first" "$tmp/check.log" \
