@@ -5,7 +5,7 @@ wording", "What the detector does not learn").
 
     /usr/bin/python3 scripts/binding_probe.py --shards OUT/shards [--only contrast]
         [--dataset facts-known] [--no-context] [--d 64 --layers 2] [--steps 2000]
-        [--textbook IDS --lm-steps N]
+        [--textbook IDS --lm-steps N] [--bare-share 0.5]
 
 It trains a reward model of the `tiny` shape (pre-norm decoder, RoPE, SwiGLU, the reward read
 at the last token, L_pref only; docs/design.md §4) on the train split's (chosen, rejected) ids,
@@ -16,7 +16,9 @@ dataset, the facts' pairs split by whether their explanation sentence (the refer
 line) occurs in any train tuple (`seen`) or not (`unseen`). With --textbook (a file of
 token-id lines, e.g. the train split's reference sentences through `sentinel tokenize --json`)
 the model is first trained --lm-steps steps as a language model on those lines (the head tied to
-the embedding), then as the reward model (docs/eval.md "A textbook first does not help"). A fact-binding learner scores a
+the embedding), then as the reward model (docs/eval.md "A textbook first does not help"). With
+--bare-share F a share F of the training pairs is cut to their responses while validation keeps
+the whole sequences: does binding learnt on short sequences carry over to scoring in context? A fact-binding learner scores a
 contrast pair (the same text with the fact's object swapped for another fact's object) right
 on seen and unseen sentences alike; a learner of names scores the unseen ones below chance,
 since a distractor is the right object of another fact. Needs h5py and torch (Debian's
@@ -47,7 +49,16 @@ def parse():
                         'pretraining on them before the reward training')
     p.add_argument('--lm-steps', type=int, default=0)
     p.add_argument('--lm-batch', type=int, default=32)
+    p.add_argument('--bare-share', type=float, default=0.0,
+                   help='train on this share of pairs cut to their responses (validation keeps '
+                        'the whole sequences unless --no-context)')
     return p.parse_args()
+
+
+def bare(seq):
+    """a sequence cut to its response: from its last <|im_start|>"""
+    starts = np.where(seq == IM_START)[0]
+    return seq[starts[-1]:] if len(starts) else seq
 
 
 def load(args, split):
@@ -99,25 +110,23 @@ class RewardModel(nn.Module):
         self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, 1, bias=False)
         self.dh = d // heads
 
-    def forward(self, ids, lens):
-        B, T = ids.shape
+    def hidden(self, ids):
+        """the final norm's output, (batch, time, d)"""
+        T = ids.shape[1]
         inv = 1.0 / 10000 ** (torch.arange(self.dh // 2).float() / (self.dh // 2))
         ang = torch.arange(T).float()[:, None] * inv[None]
         mask = torch.full((T, T), float('-inf')).triu(1)
         x = self.embed(ids)
         for b in self.blocks:
             x = b(x, ang.cos(), ang.sin(), mask)
-        return self.head(self.norm(x)[torch.arange(B), lens - 1]).squeeze(-1)
+        return self.norm(x)
+
+    def forward(self, ids, lens):
+        return self.head(self.hidden(ids)[torch.arange(ids.shape[0]), lens - 1]).squeeze(-1)
 
     def lm_loss(self, ids, lens):
         B, T = ids.shape
-        inv = 1.0 / 10000 ** (torch.arange(self.dh // 2).float() / (self.dh // 2))
-        ang = torch.arange(T).float()[:, None] * inv[None]
-        mask = torch.full((T, T), float('-inf')).triu(1)
-        x = self.embed(ids)
-        for b in self.blocks:
-            x = b(x, ang.cos(), ang.sin(), mask)
-        logits = self.norm(x) @ self.embed.weight.T
+        logits = self.hidden(ids) @ self.embed.weight.T
         valid = torch.arange(T)[None, :-1] < (lens[:, None] - 1)
         nll = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
                               ids[:, 1:].reshape(-1), reduction='none').view(B, T - 1)
@@ -190,6 +199,9 @@ def main():
         if pos + args.batch > len(order):
             order, pos = rng.permutation(len(train)), 0
         part = [train[j] for j in order[pos:pos + args.batch]]
+        if args.bare_share > 0:
+            part = [(bare(p[0]), bare(p[1])) + p[2:] if rng.random() < args.bare_share else p
+                    for p in part]
         pos += args.batch
         r = model(*batch(part))
         n = len(part)
