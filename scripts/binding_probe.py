@@ -141,6 +141,18 @@ def batch(pairs):
     return ids, torch.tensor([len(s) for s in seqs])
 
 
+def optimizer_step(model, opt, loss, peak, step, steps):
+    """one AdamW step at the schedule's rate (60 warmup steps, then cosine), clipped at 1"""
+    lr = peak * ((step + 1) / 60 if step < 60 else
+                 0.5 * (1 + math.cos(math.pi * (step - 60) / max(1, steps - 60))))
+    for g in opt.param_groups:
+        g['lr'] = lr
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
 def main():
     args = parse()
     torch.set_num_threads(args.threads)
@@ -183,14 +195,7 @@ def main():
             ids, lens = batch([(s, s[:1], '', '', '') for s in part])
             ids, lens = ids[:len(part)], lens[:len(part)]
             loss = model.lm_loss(ids, lens)
-            lr = args.lr * ((step + 1) / 60 if step < 60 else 0.5 * (1 + math.cos(
-                math.pi * (step - 60) / max(1, args.lm_steps - 60))))
-            for g in lm_opt.param_groups:
-                g['lr'] = lr
-            lm_opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            lm_opt.step()
+            optimizer_step(model, lm_opt, loss, args.lr, step, args.lm_steps)
             if (step + 1) % 500 == 0 or step + 1 == args.lm_steps:
                 print(f'lm step {step + 1}: loss {float(loss):.3f}, {time.time() - t0:.0f} s',
                       flush=True)
@@ -206,14 +211,7 @@ def main():
         r = model(*batch(part))
         n = len(part)
         loss = -F.logsigmoid(r[:n] - r[n:]).mean()
-        lr = args.lr * ((step + 1) / 60 if step < 60 else
-                        0.5 * (1 + math.cos(math.pi * (step - 60) / max(1, args.steps - 60))))
-        for g in opt.param_groups:
-            g['lr'] = lr
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        optimizer_step(model, opt, loss, args.lr, step, args.steps)
         accs.append(float((r[:n] > r[n:]).float().mean()))
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             print(f'step {step + 1}: train accuracy (last 200 steps) {np.mean(accs[-200:]):.3f}, '
