@@ -20,8 +20,8 @@ size_t sn_dtype_size(enum sn_dtype dt)
 
 int sn_aten_dist_backend_parse(const char *s, enum sn_dist_backend *out, struct sn_err *err)
 {
-    static const char *const names[] = {"auto", "gloo", "nccl"};
-    for (int k = 0; s && out && k < 3; k++)
+    static const char *const names[] = {"auto", "gloo", "nccl"}; /* enum sn_dist_backend order */
+    for (size_t k = 0; s && out && k < sizeof names / sizeof names[0]; k++)
         if (!strcmp(s, names[k])) {
             *out = (enum sn_dist_backend)k;
             return SN_OK;

@@ -73,7 +73,7 @@ def load(args, split):
         for i in range(len(kind)):
             seq = [ids[k][off[k][i]:off[k][i + 1]] for k in ('chosen', 'rejected')]
             if args.no_context:
-                seq = [s[np.where(s == IM_START)[0][-1]:] for s in seq]
+                seq = [bare(s) for s in seq]
             pairs.append((seq[0], seq[1], kind[i], dataset[i], fact[i]))
     return pairs
 

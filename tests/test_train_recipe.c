@@ -19,17 +19,17 @@ static void fingerprint(const struct sn_train_params *p, char *buf, size_t n)
              "base=%s mode=%d lora=%d/%.17g/%.17g/%u/%d adamw=%.17g/%.17g/%.17g/%.17g "
              "decay_all=%d sched=%d/%.17g/%" PRId64 "/%.17g warmup_ratio=%.17g epochs=%" PRId64
              " max_steps=%" PRId64 " mb=%" PRId64 " ga=%" PRId64 " clip=%.17g alpha=%.17g "
-             "center=%.17g seed=%" PRIu64 " dtype=%d gc=%d device=%s dist=%s threads=%d eval=%" PRId64
-             "/%" PRId64 " save=%" PRId64 " keep=%" PRId64 " log=%" PRId64 " best=%s/%d tok=%s "
-             "init=%s batching=%d lb=%d",
+             "center=%.17g seed=%" PRIu64 " dtype=%d gc=%d device=%s dist=%s threads=%d "
+             "eval=%" PRId64 "/%" PRId64 " save=%" PRId64 " keep=%" PRId64 " log=%" PRId64
+             " best=%s/%d tok=%s init=%s batching=%d lb=%d",
              p->base, (int)p->mode, p->lora.r, p->lora.alpha, p->lora.dropout, p->lora.targets,
              (int)p->lora.use_rslora, p->adamw.beta1, p->adamw.beta2, p->adamw.eps,
              p->adamw.weight_decay, (int)p->decay_all, (int)p->sched.kind, p->sched.lr,
              p->sched.warmup_steps, p->sched.min_ratio, p->warmup_ratio, p->epochs,
              p->max_steps, p->micro_batch, p->grad_accum, p->max_grad_norm, p->alpha,
              p->center_rewards, p->seed, (int)p->dtype, (int)p->grad_checkpoint, p->device,
-             p->dist_backend, p->threads, p->eval_every, p->eval_batch, p->save_every, p->keep_last,
-             p->log_every, p->best_metric, (int)p->best_greater,
+             p->dist_backend, p->threads, p->eval_every, p->eval_batch, p->save_every,
+             p->keep_last, p->log_every, p->best_metric, (int)p->best_greater,
              p->tokenizer ? p->tokenizer : "-", p->init_adapter ? p->init_adapter : "-",
              (int)p->batching, (int)p->length_bucketing);
 }
@@ -210,7 +210,8 @@ static void test_refusals(void)
     refused("{\"per_device_train_batch_size\": 0}", "train.per_device_train_batch_size = 0");
     refused("{\"beta1\": 1.5}", "expected in [0, 1)");
     refused("{\"best_metric\": \"eval_f1\"}", "train.best_metric = \"eval_f1\"");
-    refused("{\"dist_backend\": \"mpi\"}", "train.dist_backend = \"mpi\" (expected auto, gloo or nccl)");
+    refused("{\"dist_backend\": \"mpi\"}",
+            "train.dist_backend = \"mpi\" (expected auto, gloo or nccl)");
     refused("{\"ddp_backend\": \"ccl\"}", "train.dist_backend = \"ccl\"");
     refused("{\"warmup_ratio\": 1.5}", "train.warmup_ratio = 1.5");
     refused("{\"bf16\": \"yes\"}", "train.bf16: expected true or false");

@@ -66,9 +66,9 @@ static const char *const train_keys[] = {
     "beta2", "eps", "weight_decay", "weight_decay_all",
     "schedule", "warmup_steps", "warmup_ratio", "min_lr_ratio", "epochs", "max_steps",
     "micro_batch", "grad_accum", "max_grad_norm", "alpha", "center_rewards", "seed", "dtype",
-    "grad_checkpoint", "device", "dist_backend", "threads", "eval_every", "eval_batch", "save_every", "keep_last",
-    "log_every", "best_metric", "tokenizer", "init_adapter", "shards", "out", "batching",
-    "length_bucketing", "report_to", NULL};
+    "grad_checkpoint", "device", "dist_backend", "threads", "eval_every", "eval_batch",
+    "save_every", "keep_last", "log_every", "best_metric", "tokenizer", "init_adapter", "shards",
+    "out", "batching", "length_bucketing", "report_to", NULL};
 /* PEFT's LoraConfig names lora_alpha and lora_dropout are accepted for alpha and dropout. */
 static const char *const lora_keys[] = {"r", "alpha", "dropout", "target_modules", "lora_alpha",
                                         "lora_dropout", NULL};
